@@ -39,9 +39,16 @@ def write_lines(path: str | os.PathLike, lines: Iterable[str]) -> int:
 
 
 def read_lines(path: str | os.PathLike) -> list[str]:
-    """Read a UTF-8 text file into a list of lines without their line ends."""
-    with open(path, encoding="utf-8") as f:
-        return f.read().splitlines()
+    """Read a UTF-8 text file into lines split on "\\n" only.
+
+    str.splitlines would also split at U+2028, U+0085 or form feeds inside a sentence and shift every
+    later line against its parallel file.
+    """
+    with open(path, encoding="utf-8", newline="") as f:
+        lines = f.read().split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

@@ -1,0 +1,46 @@
+"""Corpus BLEU: tokenized (identical to multi-bleu.perl) and detokenized sacreBLEU (13a)."""
+
+from __future__ import annotations
+
+import functools
+
+import sacrebleu
+from sacrebleu.metrics import BLEU
+from sacremoses import MosesDetokenizer
+
+from rnnmt.errors import UserError
+
+
+def check_parallel(hyps: list[str], refs: list[str]) -> None:
+    """Raise UserError unless hypotheses and references are non-empty and equally long."""
+    if not hyps:
+        raise UserError("Cannot compute BLEU on an empty set of sentences.")
+    if len(hyps) != len(refs):
+        raise UserError(
+            f"BLEU needs one reference per hypothesis, got {len(hyps)} hypotheses and {len(refs)} references."
+        )
+
+
+def tokenized_bleu(hyps: list[str], refs: list[str]) -> float:
+    """Case-sensitive corpus BLEU on already Moses-tokenized text, as multi-bleu.perl computes it."""
+    check_parallel(hyps, refs)
+    # smooth_method='none': multi-bleu.perl gives 0.00 when an n-gram order has no match at all.
+    return sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", smooth_method="none", force=True).score
+
+
+@functools.lru_cache(maxsize=None)
+def _detokenizer(lang: str) -> MosesDetokenizer:
+    return MosesDetokenizer(lang)
+
+
+def detokenize(line: str, lang: str) -> str:
+    """Moses-detokenize one tokenized line, unescaping &apos; &quot; etc."""
+    return _detokenizer(lang).detokenize(line.split(), unescape=True)
+
+
+def detokenized_bleu(hyps_tok: list[str], refs_raw: list[str], lang: str) -> tuple[float, str]:
+    """sacreBLEU with its defaults (13a) on detokenized hypotheses vs raw references; returns (score, signature)."""
+    check_parallel(hyps_tok, refs_raw)
+    metric = BLEU()
+    score = metric.corpus_score([detokenize(h, lang) for h in hyps_tok], [refs_raw]).score
+    return score, str(metric.get_signature())

@@ -1,0 +1,112 @@
+"""Figures: BLEU vs sentence length (paper Figure 2) and alignment heat maps (paper Figure 3).
+
+Figures are drawn on a bare Figure with the Agg canvas, so importing this module leaves pyplot and the
+global matplotlib backend alone.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import string
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from rnnmt.errors import UserError
+from rnnmt.fileio import atomic_path
+
+MAX_PANELS = 4
+# Distinct line styles and markers keep the curves apart in grayscale print, like the paper's figure.
+LINE_STYLES = ["-", "--", "-.", ":"]
+MARKERS = ["o", "s", "^", "D", "v", "x"]
+
+
+def _literal(text: str) -> str:
+    """Escape "$" so that matplotlib shows tokens such as "US$" as text instead of parsing math."""
+    return text.replace("$", r"\$")
+
+
+def _save_png(fig: Figure, out_png: str | os.PathLike) -> None:
+    FigureCanvasAgg(fig)
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, format="png", dpi=150, bbox_inches="tight")
+
+
+def plot_length_curves(
+    curves: dict[str, list[dict]],
+    out_png: str | os.PathLike,
+    *,
+    title: str,
+    xlabel: str = "Sentence length",
+    banner: str | None = None,
+) -> None:
+    """One BLEU-vs-length line per system from length_curve() points; points with "bleu": None are gaps."""
+    if not curves:
+        raise UserError("A length plot needs at least one system's curve.")
+    fig = Figure(figsize=(6.4, 4.8))
+    ax = fig.add_subplot()
+    for k, (system, points) in enumerate(curves.items()):
+        xs = [p["x"] for p in points]
+        ys = [math.nan if p["bleu"] is None else p["bleu"] for p in points]
+        ax.plot(xs, ys, label=_literal(system), linestyle=LINE_STYLES[k % len(LINE_STYLES)],
+                marker=MARKERS[k % len(MARKERS)], markevery=10, markersize=4)
+    ax.set_xlabel(_literal(xlabel))
+    ax.set_ylabel("BLEU score")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.suptitle(_literal(title))
+    if banner:
+        ax.set_title(_literal(banner), fontsize=8, style="italic", color="darkred")
+    _save_png(fig, out_png)
+
+
+def _weights(panel: dict, index: int) -> np.ndarray:
+    """The panel's weights as a (target × source) array, or a UserError saying how the shapes disagree."""
+    label = f"Alignment panel {index + 1}"
+    for key in ("source", "target", "weights"):
+        if key not in panel:
+            raise UserError(f"{label} has no {key!r} entry.")
+    source, target = panel["source"], panel["target"]
+    if not source or not target:
+        raise UserError(f"{label} needs at least one source and one target token.")
+    expected = f"one row of {len(source)} source weights per target token ({len(target)} rows)"
+    try:
+        weights = np.asarray(panel["weights"], dtype=float)
+    except (TypeError, ValueError):
+        raise UserError(f"{label} needs {expected}, but its weights are not a rectangular table of numbers.") from None
+    if weights.shape != (len(target), len(source)):
+        raise UserError(f"{label} needs {expected}, got shape {weights.shape}.")
+    if not np.isfinite(weights).all():
+        raise UserError(f"{label} has weights that are not finite numbers.")
+    return weights
+
+
+def _draw_alignment(ax, panel: dict, weights: np.ndarray, letter: str) -> None:
+    # 0 black, 1 white, as in the paper's caption.
+    ax.imshow(weights, cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest")
+    ax.xaxis.tick_top()
+    ax.set_xticks(range(len(panel["source"])), [_literal(t) for t in panel["source"]], rotation=90)
+    ax.set_yticks(range(len(panel["target"])), [_literal(t) for t in panel["target"]])
+    ax.tick_params(length=0, labelsize=8)
+    ax.set_xlabel(f"({letter})")
+
+
+def plot_alignments(panels: list[dict], out_png: str | os.PathLike, *, title: str) -> None:
+    """Up to four grayscale attention heat maps in a 2×2 grid: source tokens on top, target tokens down the side."""
+    if not 1 <= len(panels) <= MAX_PANELS:
+        raise UserError(f"An alignment figure takes 1 to {MAX_PANELS} panels, got {len(panels)}.")
+    arrays = [_weights(panel, i) for i, panel in enumerate(panels)]
+    n_rows, n_cols = (1, len(panels)) if len(panels) <= 2 else (2, 2)
+    # Cells of about 0.25 in keep the token labels readable for sentences of Figure 3's length.
+    side = max(4.0, 0.25 * max(max(a.shape) for a in arrays) + 1.5)
+    fig = Figure(figsize=(side * n_cols, side * n_rows))
+    axes = fig.subplots(n_rows, n_cols, squeeze=False).ravel()
+    for ax, panel, weights, letter in zip(axes, panels, arrays, string.ascii_lowercase):
+        _draw_alignment(ax, panel, weights, letter)
+    for ax in axes[len(panels):]:
+        ax.set_axis_off()
+    fig.suptitle(_literal(title))
+    _save_png(fig, out_png)

@@ -1,0 +1,31 @@
+"""`rnnmt table`: read the score/meta files a table spec names and write the table (and its check)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rnnmt.evaluate.tables import DEMO_BANNER, attention_check, build_table1, build_table2, write_table
+from rnnmt.fileio import read_json
+from rnnmt.runtime import log
+
+
+def _load(path: str | None) -> dict | None:
+    return read_json(path) if path else None
+
+
+def table_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
+    """spec: {kind: bleu|learning, title, demo, rows: [{label, system?, file?, published?}], check?}."""
+    rows = spec["rows"]
+    if spec["kind"] == "bleu":
+        df = build_table1([{"system": r["label"], "scores": _load(r.get("file")), "published": r.get("published")} for r in rows], demo=spec["demo"])
+    else:
+        df = build_table2([{"system": r["label"], "meta": _load(r.get("file")), "published": r.get("published")} for r in rows], demo=spec["demo"])
+    if spec.get("check"):
+        scores = {r["system"]: _load(r["file"]) for r in rows if r.get("file")}
+        passed, text = attention_check(scores, search=spec["check"]["search"], encdec=spec["check"]["encdec"])
+        df.attrs.setdefault("notes", []).append("```\n" + text + "\n```")
+        log(text)
+        print(text)
+    write_table(df, csv_path, md_path, title=spec["title"], banner=DEMO_BANNER if spec["demo"] else None)
+    print(md_path.read_text(encoding="utf-8"))

@@ -1,0 +1,100 @@
+"""Score one system's test translations: BLEU All / No-UNK, sacreBLEU, length curve, short/long split."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rnnmt.errors import UserError
+from rnnmt.evaluate.bleu import detokenized_bleu, tokenized_bleu
+from rnnmt.evaluate.length import length_curve, split_bleu
+
+LENGTH_BY = ("source", "reference")
+
+
+def read_text_lines(path: Path) -> list[str]:
+    """Read one sentence per line, splitting on "\\n" only.
+
+    str.splitlines would also split on U+2028, U+0085, form feeds etc., which occur in web text and
+    would silently shift every following sentence against its reference.
+    """
+    try:
+        with open(path, encoding="utf-8", newline="\n") as f:
+            # rstrip also drops the "\r" of CRLF files, which would otherwise end up inside the last token.
+            return [line.rstrip("\r\n") for line in f]
+    except FileNotFoundError:
+        raise UserError(f"{path}: file not found.") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not valid UTF-8 ({e.reason} at byte {e.start}).") from None
+
+
+def _check_same_count(files: list[tuple[Path, list]]) -> None:
+    if len({len(lines) for _, lines in files}) > 1:
+        listing = ", ".join(f"{path} has {len(lines)}" for path, lines in files)
+        raise UserError(f"These files must have the same number of lines: {listing}.")
+
+
+def read_ids(path: Path, n_lines: int) -> list[int]:
+    """Read 0-based, distinct line indices below `n_lines`, one per line."""
+    ids = []
+    for lineno, text in enumerate(read_text_lines(path), start=1):
+        try:
+            i = int(text)
+        except ValueError:
+            raise UserError(f"{path}:{lineno}: expected a 0-based line index, got {text!r}.") from None
+        if not 0 <= i < n_lines:
+            raise UserError(f"{path}:{lineno}: line index {i} is outside the test set of {n_lines} lines.")
+        ids.append(i)
+    if len(set(ids)) != len(ids):
+        raise UserError(f"{path}: line indices must be distinct.")
+    return ids
+
+
+def _lengths(src_tok: list[str], refs_tok: list[str], length_by: str) -> list[int]:
+    if length_by not in LENGTH_BY:
+        raise UserError(f"length_by must be one of {', '.join(LENGTH_BY)}, got {length_by!r}.")
+    lines = src_tok if length_by == "source" else refs_tok
+    return [len(line.split()) for line in lines]
+
+
+def score_system(
+    *,
+    hyps_all: Path,
+    refs_tok: Path,
+    refs_raw: Path,
+    src_tok: Path,
+    lang: str,
+    hyps_nounk: Path,
+    nounk_ids: Path,
+    window: int = 10,
+    max_x: int = 60,
+    threshold: int = 30,
+    length_by: str = "source",
+) -> dict:
+    """Read one system's files and return its scores as a JSON-ready dict.
+
+    The length curve and the short/long split use the full test set (paper Figure 2 caption).
+    "bleu_nounk" and "sacrebleu_nounk" are None when the No-UNK subset is empty.
+    """
+    texts = [(Path(p), read_text_lines(Path(p))) for p in (hyps_all, refs_tok, refs_raw, src_tok)]
+    _check_same_count(texts)
+    hyps, refs, raws, srcs = (lines for _, lines in texts)
+    if not hyps:
+        raise UserError(f"{hyps_all}: the test set is empty.")
+    ids = read_ids(Path(nounk_ids), len(refs))
+    nounk = read_text_lines(Path(hyps_nounk))
+    _check_same_count([(Path(nounk_ids), ids), (Path(hyps_nounk), nounk)])
+    lengths = _lengths(srcs, refs, length_by)
+    sacre_all, signature = detokenized_bleu(hyps, raws, lang)
+    return {
+        "bleu_all": tokenized_bleu(hyps, refs),
+        "bleu_nounk": tokenized_bleu(nounk, [refs[i] for i in ids]) if ids else None,
+        "sacrebleu_all": sacre_all,
+        "sacrebleu_nounk": detokenized_bleu(nounk, [raws[i] for i in ids], lang)[0] if ids else None,
+        "sacrebleu_signature": signature,
+        "n_all": len(hyps),
+        "n_nounk": len(ids),
+        "length_curve": length_curve(hyps, refs, lengths, window=window, xs=range(1, max_x + 1)),
+        "split": split_bleu(hyps, refs, lengths, threshold),
+        "length_by": length_by,
+        "window": window,
+    }

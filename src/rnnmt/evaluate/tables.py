@@ -1,0 +1,236 @@
+"""Paper tables (Table 1 BLEU, Table 2 learning statistics) as DataFrames, CSV and Markdown; the demo check."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+
+import pandas as pd
+from pandas.api.types import is_numeric_dtype
+
+from rnnmt.errors import UserError
+from rnnmt.fileio import atomic_path
+
+DEMO_BANNER = (
+    "**Synthetic demo data** — published numbers are shown for orientation only; the data differ, so no deltas."
+)
+TABLE1_NOTE = (
+    "BLEU = case-sensitive corpus BLEU on Moses-tokenized text (identical to multi-bleu.perl), the papers' metric. "
+    "sacreBLEU (detok) is scored on detokenized output and is not comparable with the published numbers."
+)
+# Published updates are far above this; a smaller value is almost surely the paper's ×10⁵ column copied as is.
+MIN_PUBLISHED_UPDATES = 1000
+
+
+def _field(d: dict, key: str, what: str):
+    """d[key], or a UserError naming what is missing where."""
+    if key not in d:
+        raise UserError(f"{what} has no {key!r} entry.")
+    return d[key]
+
+
+def _optional(d: dict | None, key: str, what: str):
+    """None for a missing block (published-only or reproduced-only row), else the required d[key]."""
+    return _field(d, key, what) if d else None
+
+
+def _delta(ours: float | None, published: float | None) -> float | None:
+    return None if ours is None or published is None else ours - published
+
+
+def _table1_record(row: dict, demo: bool) -> dict:
+    system = _field(row, "system", "A Table 1 row")
+    scores = _field(row, "scores", f"Table 1 row {system!r}")
+    published = _field(row, "published", f"Table 1 row {system!r}")
+
+    def ours(key: str):
+        return _optional(scores, key, f"The scores of {system!r}")
+
+    def pub(key: str):
+        return _optional(published, key, f"The published numbers of {system!r}")
+
+    record = {
+        "System": system,
+        "BLEU All": ours("bleu_all"),
+        "BLEU No-UNK": ours("bleu_nounk"),
+        "sacreBLEU All (detok)": ours("sacrebleu_all"),
+        "sacreBLEU No-UNK (detok)": ours("sacrebleu_nounk"),
+        "published All": pub("all"),
+        "published No-UNK": pub("nounk"),
+    }
+    if not demo:
+        record["delta All"] = _delta(record["BLEU All"], record["published All"])
+        record["delta No-UNK"] = _delta(record["BLEU No-UNK"], record["published No-UNK"])
+    return record
+
+
+def _signature_notes(rows: list[dict]) -> list[str]:
+    signatures = dict.fromkeys(
+        _field(row["scores"], "sacrebleu_signature", f"The scores of {row['system']!r}")
+        for row in rows
+        if row["scores"]
+    )
+    return [f"sacreBLEU signature: `{sig}`" for sig in signatures]
+
+
+def _frame(records: list[dict], text_columns: Sequence[str], int_columns: Sequence[str] = ()) -> pd.DataFrame:
+    """DataFrame with NaN/NA for missing numbers, so CSV and Markdown show them as empty cells."""
+    df = pd.DataFrame.from_records(records)
+    kinds = {c: ("Int64" if c in int_columns else float) for c in df.columns if c not in text_columns}
+    return df.astype(kinds)
+
+
+def build_table1(rows: list[dict], *, demo: bool) -> pd.DataFrame:
+    """Table 1: reproduced BLEU All / No-UNK, detokenized sacreBLEU, published numbers, and deltas unless demo.
+
+    A row is {"system", "scores": score_system() dict or None, "published": {"all", "nounk"} or None}.
+    The sacreBLEU signature(s) and a note on the metrics go to `df.attrs["notes"]`, which write_table prints.
+    """
+    if not rows:
+        raise UserError("Table 1 needs at least one system.")
+    df = _frame([_table1_record(row, demo) for row in rows], text_columns=["System"])
+    df.attrs["notes"] = [TABLE1_NOTE, *_signature_notes(rows)]
+    return df
+
+
+def _published_updates(published: dict | None, system: str) -> int | None:
+    updates = _optional(published, "updates", f"The published statistics of {system!r}")
+    if updates is not None and updates < MIN_PUBLISHED_UPDATES:
+        raise UserError(
+            f"The published updates of {system!r} must be a raw count (e.g. 288000, not 2.88), got {updates}."
+        )
+    return None if updates is None else round(updates)
+
+
+def _table2_record(row: dict, demo: bool) -> dict:
+    system = _field(row, "system", "A Table 2 row")
+    meta = _field(row, "meta", f"Table 2 row {system!r}")
+    published = _field(row, "published", f"Table 2 row {system!r}")
+
+    def ours(key: str):
+        return _optional(meta, key, f"The meta.json of {system!r}")
+
+    def pub(key: str):
+        return _optional(published, key, f"The published statistics of {system!r}")
+
+    wall_time_s = ours("wall_time_s")
+    record = {
+        "System": system,
+        "Updates": ours("updates"),
+        "Epochs": ours("epochs"),
+        "Hours": None if wall_time_s is None else wall_time_s / 3600,
+        "Train NLL": ours("train_nll"),
+        "Dev NLL": ours("dev_nll"),
+        "Device": ours("device"),
+        "published Updates": _published_updates(published, system),
+        "published Epochs": pub("epochs"),
+        "published Hours": pub("hours"),
+        "published Train NLL": pub("train_nll"),
+        "published Dev NLL": pub("dev_nll"),
+    }
+    if not demo:
+        record["delta Train NLL"] = _delta(record["Train NLL"], record["published Train NLL"])
+        record["delta Dev NLL"] = _delta(record["Dev NLL"], record["published Dev NLL"])
+    return record
+
+
+def build_table2(rows: list[dict], *, demo: bool) -> pd.DataFrame:
+    """Table 2: updates, epochs, hours, train/dev NLL, reproduced and published; NLL deltas unless demo.
+
+    A row is {"system", "meta": meta.json dict or None, "published": {"updates", "epochs", "hours",
+    "train_nll", "dev_nll"} or None}. Updates are raw counts on both sides (the paper prints ×10⁵).
+    Only the NLLs get deltas: updates, epochs and hours are a budget, not a result.
+    """
+    if not rows:
+        raise UserError("Table 2 needs at least one system.")
+    return _frame(
+        [_table2_record(row, demo) for row in rows],
+        text_columns=["System", "Device"],
+        int_columns=["Updates", "published Updates"],
+    )
+
+
+def _is_missing(value) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def _cell(value, signed: bool) -> str:
+    if _is_missing(value):
+        return "—"
+    if isinstance(value, float):
+        return f"{value:+.2f}" if signed else f"{value:.2f}"
+    return str(value).replace("|", "\\|")
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    """A pipe table: numbers right-aligned with 2 decimals, deltas signed, missing values as "—"."""
+    numeric = [is_numeric_dtype(df[c]) for c in df.columns]
+    header = "| " + " | ".join(str(c) for c in df.columns) + " |"
+    rule = "|" + "|".join("---:" if num else ":---" for num in numeric) + "|"
+    body = [
+        "| " + " | ".join(_cell(v, str(c).startswith("delta")) for c, v in zip(df.columns, row)) + " |"
+        for row in df.itertuples(index=False)
+    ]
+    return "\n".join([header, rule, *body])
+
+
+def write_table(
+    df: pd.DataFrame, csv_path: str | os.PathLike, md_path: str | os.PathLike, *, title: str, banner: str | None
+) -> None:
+    """Write the table as CSV and as Markdown (title, banner, table, `df.attrs["notes"]`), both atomically."""
+    with atomic_path(csv_path) as tmp:
+        df.to_csv(tmp, index=False, float_format="%.2f")
+    parts = [f"# {title}", *([banner] if banner else []), markdown_table(df), *df.attrs.get("notes", [])]
+    with atomic_path(md_path) as tmp:
+        tmp.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+
+
+def _system_scores(scores: dict[str, dict], system: str) -> tuple[float, dict]:
+    """(BLEU All, length split) of one system."""
+    what = f"The scores of {system!r}"
+    return _field(scores[system], "bleu_all", what), _field(scores[system], "split", what)
+
+
+def _split_side(split: dict, side: str, system: str) -> dict:
+    return _field(split, side, f"The length split of {system!r}")
+
+
+def attention_check(
+    scores: dict[str, dict], *, search: str = "RNNsearch-50", encdec: str = "RNNencdec-50"
+) -> tuple[bool, str]:
+    """The demo's acceptance check: (a) search beats encdec on BLEU All; (b) its lead is larger on long sentences.
+
+    Long/short is the "split" of score_system (length > / <= threshold). Returns (passed, report text).
+    """
+    missing = [name for name in (search, encdec) if name not in scores]
+    if missing:
+        raise UserError(f"The attention check needs scores for {', '.join(missing)}.")
+    (bleu_s, split_s), (bleu_e, split_e) = _system_scores(scores, search), _system_scores(scores, encdec)
+    if split_s.get("threshold") != split_e.get("threshold"):
+        raise UserError(f"{search!r} and {encdec!r} were split at different length thresholds.")
+    ok_a = bleu_s > bleu_e
+    line_a = (
+        f"(a) BLEU All: {search} {bleu_s:.2f}, {encdec} {bleu_e:.2f}, "
+        f"lead {bleu_s - bleu_e:+.2f} -> {'pass' if ok_a else 'FAIL'}"
+    )
+    ok_b, line_b = _long_lead(split_s, split_e, search, encdec)
+    passed = ok_a and ok_b
+    text = [f"Attention check: {search} vs {encdec}", line_a, line_b, f"Result: {'PASS' if passed else 'FAIL'}"]
+    return passed, "\n".join(text)
+
+
+def _long_lead(split_s: dict, split_e: dict, search: str, encdec: str) -> tuple[bool, str]:
+    """Part (b): is search's BLEU lead on sentences longer than the threshold larger than on the others?"""
+    threshold = split_s["threshold"]
+    sides = {
+        side: (_split_side(split_s, side, search), _split_side(split_e, side, encdec)) for side in ("short", "long")
+    }
+    if any(entry["bleu"] is None for pair in sides.values() for entry in pair):
+        return False, f"(b) cannot compare: no sentences on one side of length {threshold} -> FAIL"
+    short, long = (sides[side][0]["bleu"] - sides[side][1]["bleu"] for side in ("short", "long"))
+    ok = long > short
+    return ok, (
+        f"(b) BLEU lead of {search}: length <= {threshold} (n={sides['short'][0]['n']}) {short:+.2f}, "
+        f"length > {threshold} (n={sides['long'][0]['n']}) {long:+.2f} -> {'pass' if ok else 'FAIL'}"
+    )

@@ -1,0 +1,73 @@
+"""Source encoders: the bidirectional GRU of RNNsearch and the unidirectional GRU of RNNencdec."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from rnnmt.models.gru import GroundhogGRU
+
+
+@dataclass
+class Encoded:
+    """What a decoder needs from the source: annotations h_j, their mask, and the init summary."""
+
+    annotations: Tensor  # [B, S, A]
+    mask: Tensor  # [B, S] bool, True on real tokens (EOS included)
+    summary: Tensor  # [B, D]: ←h_1 (RNNsearch) or →h_T (RNNencdec), the input of s_0 = tanh(W_s·)
+
+    def repeat(self, k: int) -> "Encoded":
+        """Each sentence k times in a row (beam search)."""
+        return Encoded(*(t.repeat_interleave(k, dim=0) for t in (self.annotations, self.mask, self.summary)))
+
+
+class Embedding(nn.Module):
+    """Word embedding with a bias, as GroundHog's `approx_embedder` (one-hot -> m, with bias)."""
+
+    def __init__(self, vocab_size: int, dim: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(vocab_size, dim))
+        self.bias = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, ids: Tensor) -> Tensor:
+        return nn.functional.embedding(ids, self.weight) + self.bias
+
+
+class BiGRUEncoder(nn.Module):
+    """h_j = [→h_j; ←h_j] with one embedding shared by both directions (paper-spec §1.2)."""
+
+    def __init__(self, vocab_size: int, emb_dim: int, hidden: int) -> None:
+        super().__init__()
+        self.embed = Embedding(vocab_size, emb_dim)
+        self.fwd = GroundhogGRU(emb_dim, hidden)
+        self.bwd = GroundhogGRU(emb_dim, hidden)
+        self.output_size = 2 * hidden
+        self.summary_size = hidden
+
+    def forward(self, src: Tensor, mask: Tensor) -> Encoded:
+        e = self.embed(src)
+        h_fwd = self.fwd.scan(self.fwd.project_inputs(e), mask)
+        h_bwd = self.bwd.scan(self.bwd.project_inputs(e), mask, reverse=True)
+        return Encoded(torch.cat([h_fwd, h_bwd], dim=-1), mask, h_bwd[:, 0])
+
+
+class GRUEncoder(nn.Module):
+    """RNNencdec's encoder: the last forward state (after EOS) is the fixed summary c (paper-spec §2)."""
+
+    def __init__(self, vocab_size: int, emb_dim: int, hidden: int) -> None:
+        super().__init__()
+        self.embed = Embedding(vocab_size, emb_dim)
+        self.fwd = GroundhogGRU(emb_dim, hidden)
+        self.output_size = hidden
+        self.summary_size = hidden
+
+    def forward(self, src: Tensor, mask: Tensor) -> Encoded:
+        h = self.fwd.scan(self.fwd.project_inputs(self.embed(src)), mask)
+        # Masked steps carry the state over, so the last column is the state after the last real token.
+        last = h[:, -1]
+        return Encoded(last.unsqueeze(1), mask.new_ones(mask.shape[0], 1), last)
+
+
+ENCODERS = {"bigru": BiGRUEncoder, "gru": GRUEncoder}

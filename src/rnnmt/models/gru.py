@@ -1,0 +1,57 @@
+"""The GRU of GroundHog (Bahdanau et al. 2014, paper-spec §1.2, §1.4).
+
+It differs from torch.nn.GRUCell in three ways, so it is written out: the reset gate multiplies the
+state *before* the recurrent matrix, U(r ∘ h); the update gate weighs the new candidate,
+h = (1 − z) ∘ h_prev + z ∘ h̃; and only the candidate has a bias.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+
+class GroundhogGRU(nn.Module):
+    """One GRU layer; inputs are projected for all time steps at once, the recurrence step by step."""
+
+    def __init__(self, input_size: int, hidden_size: int, context_size: int = 0) -> None:
+        super().__init__()
+        self.hidden_size = hidden_size
+        # [W_z; W_r; W] applied to the input; the candidate's bias is the only bias (§1.2).
+        self.W_in = nn.Linear(input_size, 3 * hidden_size, bias=False)
+        self.b_cand = nn.Parameter(torch.zeros(hidden_size))
+        self.U_gates = nn.Linear(hidden_size, 2 * hidden_size, bias=False)  # [U_z; U_r]
+        self.U_cand = nn.Linear(hidden_size, hidden_size, bias=False)  # U
+        # [C_z; C_r; C] for the decoder's context input (§1.4); absent in encoders.
+        self.C_in = nn.Linear(context_size, 3 * hidden_size, bias=False) if context_size else None
+
+    def project_inputs(self, x: Tensor) -> Tensor:
+        """W·x for every position: [..., input] -> [..., 3·hidden]."""
+        return self.W_in(x)
+
+    def project_context(self, c: Tensor) -> Tensor:
+        """C·c: [..., context] -> [..., 3·hidden]."""
+        assert self.C_in is not None, "this GRU was built without a context input"
+        return self.C_in(c)
+
+    def step(self, x_proj: Tensor, h: Tensor) -> Tensor:
+        """One update from the projected input (W·x [+ C·c]) and the previous state."""
+        xz, xr, xh = x_proj.chunk(3, dim=-1)
+        uz, ur = self.U_gates(h).chunk(2, dim=-1)
+        z = torch.sigmoid(xz + uz)
+        r = torch.sigmoid(xr + ur)
+        h_cand = torch.tanh(xh + self.b_cand + self.U_cand(r * h))
+        return h + z * (h_cand - h)
+
+    def scan(self, x_proj: Tensor, mask: Tensor, reverse: bool = False) -> Tensor:
+        """Run over [B, T, 3H] projected inputs; masked steps carry the state over (GroundHog)."""
+        batch, steps, _ = x_proj.shape
+        h = x_proj.new_zeros(batch, self.hidden_size)
+        keep = mask.unsqueeze(-1).to(x_proj.dtype)
+        out = [None] * steps
+        order = range(steps - 1, -1, -1) if reverse else range(steps)
+        for t in order:
+            h_new = self.step(x_proj[:, t], h)
+            h = h + keep[:, t] * (h_new - h)
+            out[t] = h
+        return torch.stack(out, dim=1)

@@ -1,0 +1,57 @@
+"""results/provenance.json: what produced the results (config, versions, git revision, hardware)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from rnnmt.fileio import write_json
+
+PACKAGES = ("rnnmt", "torch", "snakemake", "sacremoses", "sacrebleu", "subword-nmt", "pandas", "matplotlib", "numpy")
+
+
+def package_versions() -> dict[str, str | None]:
+    def version(name: str) -> str | None:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    return {name: version(name) for name in PACKAGES}
+
+
+def git_revision(where: Path) -> dict[str, Any]:
+    """HEAD and whether the work tree has uncommitted changes (None outside a git checkout)."""
+    def git(*args: str) -> str | None:
+        try:
+            return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return None
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
+
+
+def hardware() -> dict[str, Any]:
+    import torch
+
+    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(), "gpus": gpus}
+
+
+def write_provenance(config: dict[str, Any], out: Path) -> None:
+    write_json(
+        out,
+        {
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "config": config,
+            "packages": package_versions(),
+            "git": git_revision(Path(__file__).resolve().parent),
+            "hardware": hardware(),
+        },
+    )

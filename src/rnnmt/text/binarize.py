@@ -1,0 +1,169 @@
+"""Encode tokenized parallel text into flat id tensors with offsets, and load them back."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rnnmt.data.corpus import check_parallel, iter_lines
+from rnnmt.errors import UserError
+from rnnmt.fileio import atomic_path, sha256_file
+from rnnmt.text.bpe import BpeSegmenter
+from rnnmt.text.vocab import Vocab
+
+_FORMAT = "rnnmt-parallel"
+_TENSORS = ("src_ids", "src_offsets", "tgt_ids", "tgt_offsets")
+
+
+def _lengths(offsets: torch.Tensor) -> torch.Tensor:
+    return offsets[1:] - offsets[:-1]
+
+
+def _gather(ids: torch.Tensor, offsets: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return the ids and offsets of the sentences idx, in that order, without a Python loop."""
+    lengths = _lengths(offsets)[idx]
+    new_offsets = torch.zeros(len(idx) + 1, dtype=torch.int64)
+    torch.cumsum(lengths, 0, out=new_offsets[1:])
+    shift = torch.repeat_interleave(offsets[idx] - new_offsets[:-1], lengths)
+    positions = torch.arange(int(new_offsets[-1]), dtype=torch.int64) + shift
+    return ids[positions], new_offsets
+
+
+class ParallelData:
+    """Parallel sentences as flat int64 id tensors; sentence i is ids[offsets[i]:offsets[i+1]]."""
+
+    def __init__(
+        self,
+        src_ids: torch.Tensor,
+        src_offsets: torch.Tensor,
+        tgt_ids: torch.Tensor,
+        tgt_offsets: torch.Tensor,
+        meta: dict[str, Any],
+    ) -> None:
+        self.src_ids, self.src_offsets = src_ids, src_offsets
+        self.tgt_ids, self.tgt_offsets = tgt_ids, tgt_offsets
+        self.meta = meta
+        self.src_lengths = _lengths(src_offsets)
+        self.tgt_lengths = _lengths(tgt_offsets)
+
+    def __len__(self) -> int:
+        return len(self.src_offsets) - 1
+
+    def _span(self, ids: torch.Tensor, offsets: torch.Tensor, i: int) -> torch.Tensor:
+        if not 0 <= i < len(self):
+            raise IndexError(f"sentence index {i} out of range for {len(self)} sentences")
+        return ids[int(offsets[i]) : int(offsets[i + 1])]
+
+    def src(self, i: int) -> torch.Tensor:
+        """Source ids of sentence i (a view, without EOS)."""
+        return self._span(self.src_ids, self.src_offsets, i)
+
+    def tgt(self, i: int) -> torch.Tensor:
+        """Target ids of sentence i (a view, without EOS)."""
+        return self._span(self.tgt_ids, self.tgt_offsets, i)
+
+    def subset(self, indices: Sequence[int] | torch.Tensor) -> ParallelData:
+        """A new ParallelData holding the given sentences in the given order."""
+        idx = torch.as_tensor(indices, dtype=torch.int64)
+        src_ids, src_offsets = _gather(self.src_ids, self.src_offsets, idx)
+        tgt_ids, tgt_offsets = _gather(self.tgt_ids, self.tgt_offsets, idx)
+        return ParallelData(src_ids, src_offsets, tgt_ids, tgt_offsets, dict(self.meta))
+
+    def save(self, path: Path) -> None:
+        """Write the data with torch.save, atomically."""
+        tensors = {
+            "src_ids": self.src_ids,
+            "src_offsets": self.src_offsets,
+            "tgt_ids": self.tgt_ids,
+            "tgt_offsets": self.tgt_offsets,
+        }
+        with atomic_path(path) as tmp:
+            torch.save({"format": _FORMAT, **self.meta, **tensors}, tmp)
+
+    @classmethod
+    def load(cls, path: Path) -> ParallelData:
+        """Read a file written by save() (or binarize())."""
+        expected = "expected a binarized parallel corpus written by rnnmt (rnnmt binarize)"
+        try:
+            # mmap: pages load on demand and are shared by processes that read the same corpus.
+            data = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except FileNotFoundError:
+            raise UserError(f"binarized data file {path} does not exist; {expected}.") from None
+        # Foreign bytes make torch.load raise almost anything (KeyError, UnpicklingError, RuntimeError...).
+        except Exception:
+            raise UserError(f"{path} cannot be read as a torch file; {expected}.") from None
+        if not isinstance(data, dict) or data.get("format") != _FORMAT or not _valid_tensors(data):
+            raise UserError(f"{path} is not a binarized parallel corpus; {expected}.")
+        meta = {k: v for k, v in data.items() if k not in _TENSORS and k != "format"}
+        return cls(*(data[k] for k in _TENSORS), meta)
+
+
+def _valid_tensors(data: dict) -> bool:
+    """True if the id and offset tensors are int64, 1-D and consistent with each other."""
+    tensors = [data.get(k) for k in _TENSORS]
+    if not all(isinstance(t, torch.Tensor) and t.dtype == torch.int64 and t.dim() == 1 for t in tensors):
+        return False
+    src_ids, src_offsets, tgt_ids, tgt_offsets = tensors
+    return (
+        len(src_offsets) == len(tgt_offsets) >= 1
+        and int(src_offsets[-1]) == len(src_ids)
+        and int(tgt_offsets[-1]) == len(tgt_ids)
+    )
+
+
+def _as_tensor(values: array) -> torch.Tensor:
+    # frombuffer shares the array's memory instead of building a Python list; it rejects empty buffers.
+    return torch.frombuffer(values, dtype=torch.int64) if values else torch.zeros(0, dtype=torch.int64)
+
+
+def _encode_side(
+    path: Path, vocab: Vocab, segmenter: BpeSegmenter | None
+) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Encode one side of the corpus; return flat ids, offsets and the number of UNKs."""
+    ids, offsets, unk = array("q"), array("q", [0]), 0
+    for line in iter_lines(path):
+        tokens = line.split()
+        encoded = vocab.encode(segmenter.segment(tokens) if segmenter else tokens)
+        unk += encoded.count(Vocab.UNK)
+        ids.extend(encoded)
+        offsets.append(len(ids))
+    return _as_tensor(ids), _as_tensor(offsets), unk
+
+
+def binarize(
+    src_tok: Path,
+    tgt_tok: Path,
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    out_path: Path,
+    *,
+    src_segmenter: BpeSegmenter | None = None,
+    tgt_segmenter: BpeSegmenter | None = None,
+) -> dict:
+    """Encode whitespace-tokenized parallel files into one torch file (no EOS stored); return stats.
+
+    Line i of the inputs becomes sentence i, empty lines included, so test sets stay aligned
+    with their references.
+    """
+    n = check_parallel(src_tok, tgt_tok)
+    src_ids, src_offsets, src_unk = _encode_side(src_tok, src_vocab, src_segmenter)
+    tgt_ids, tgt_offsets, tgt_unk = _encode_side(tgt_tok, tgt_vocab, tgt_segmenter)
+    meta = {
+        "src_vocab_size": len(src_vocab),
+        "tgt_vocab_size": len(tgt_vocab),
+        "src_sha256": sha256_file(src_tok),
+        "tgt_sha256": sha256_file(tgt_tok),
+    }
+    ParallelData(src_ids, src_offsets, tgt_ids, tgt_offsets, meta).save(out_path)
+    return {
+        "pairs": n,
+        "src_tokens": len(src_ids),
+        "tgt_tokens": len(tgt_ids),
+        "src_unk": src_unk,
+        "tgt_unk": tgt_unk,
+        **meta,
+    }

@@ -1,0 +1,72 @@
+"""Byte-pair encoding with subword-nmt: an option beyond the paper's word shortlist."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from subword_nmt.apply_bpe import BPE
+from subword_nmt.learn_bpe import learn_bpe as _subword_learn_bpe
+
+from rnnmt.errors import UserError
+from rnnmt.fileio import atomic_path
+from rnnmt.text.vocab import Vocab, build_shortlist
+
+SEPARATOR = "@@"
+
+
+def learn_bpe(in_path: Path, codes_path: Path, merges: int) -> None:
+    """Learn `merges` BPE merge operations from whitespace-tokenized text into codes_path, atomically."""
+    if merges < 1:
+        raise UserError(f"the number of BPE merges must be at least 1, got {merges}.")
+    try:
+        with (
+            open(in_path, encoding="utf-8") as infile,
+            atomic_path(codes_path) as tmp,
+            open(tmp, "w", encoding="utf-8") as outfile,
+        ):
+            _subword_learn_bpe(infile, outfile, merges)
+    except FileNotFoundError:
+        raise UserError(
+            f"{in_path} does not exist; expected tokenized text to learn BPE codes from."
+        ) from None
+
+
+class BpeSegmenter:
+    """Splits tokens into subword units; every unit but a word's last ends with "@@"."""
+
+    def __init__(self, codes_path: Path) -> None:
+        expected = "expected a BPE codes file written by rnnmt's learn_bpe (subword-nmt format)"
+        try:
+            with open(codes_path, encoding="utf-8") as codes:
+                self._bpe = BPE(codes, separator=SEPARATOR)
+        except FileNotFoundError:
+            raise UserError(f"BPE codes file {codes_path} does not exist; {expected}.") from None
+        # subword-nmt calls sys.exit on a malformed codes file (including one with no merges).
+        except (SystemExit, ValueError, UnicodeDecodeError):
+            raise UserError(f"BPE codes file {codes_path} is malformed; {expected}.") from None
+
+    def segment(self, tokens: list[str]) -> list[str]:
+        """Split each token into subword units."""
+        return self._bpe.segment_tokens(tokens)
+
+    @staticmethod
+    def merge(units: list[str]) -> list[str]:
+        """Join subword units back into tokens (the inverse of segment)."""
+        tokens: list[str] = []
+        pending = ""
+        for unit in units:
+            if unit.endswith(SEPARATOR):
+                pending += unit[: -len(SEPARATOR)]
+            else:
+                tokens.append(pending + unit)
+                pending = ""
+        # A dangling prefix (a decoder may stop mid-word) is still shown, not lost.
+        if pending:
+            tokens.append(pending)
+        return tokens
+
+
+def build_bpe_vocab(segmented_lines: Iterable[str], size: int) -> Vocab:
+    """A shortlist over subword units; with enough merges it leaves few or no UNKs."""
+    return build_shortlist(segmented_lines, size, kind="bpe")

@@ -1,0 +1,96 @@
+"""Moses tokenization with sacremoses, sharded over worker processes.
+
+The defaults (escape=True, aggressive_dash_splits=False) reproduce `tokenizer.perl -l LANG`;
+see docs/reference-tools.md. This module must stay torch-free: worker processes import it.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import multiprocessing
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from sacremoses import MosesDetokenizer, MosesTokenizer
+
+from rnnmt.data.corpus import iter_lines
+from rnnmt.errors import UserError
+from rnnmt.fileio import atomic_path
+
+# Chunks sent to the pool per worker and round: enough to keep workers busy while bounding memory.
+_CHUNKS_PER_WORKER = 4
+
+
+@functools.lru_cache(maxsize=None)
+def _tokenizer(lang: str) -> MosesTokenizer:
+    return MosesTokenizer(lang=lang)
+
+
+@functools.lru_cache(maxsize=None)
+def _detokenizer(lang: str) -> MosesDetokenizer:
+    return MosesDetokenizer(lang=lang)
+
+
+def tokenize_lines(
+    lines: Iterable[str], lang: str, *, escape: bool = True, aggressive_dash_splits: bool = False
+) -> list[str]:
+    """Tokenize each line; tokens are separated by single spaces."""
+    tok = _tokenizer(lang)
+    return [
+        tok.tokenize(line, escape=escape, aggressive_dash_splits=aggressive_dash_splits, return_str=True)
+        for line in lines
+    ]
+
+
+def detokenize_lines(lines: Iterable[str], lang: str) -> list[str]:
+    """Detokenize whitespace-tokenized lines, undoing the Moses escapes (&apos; and so on)."""
+    detok = _detokenizer(lang)
+    return [detok.detokenize(line.split()) for line in lines]
+
+
+def _chunked(lines: Iterable[str], size: int) -> Iterator[list[str]]:
+    it = iter(lines)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+def _map_in_order(
+    fn: Callable[[list[str]], list[str]], chunks: Iterator[list[str]], processes: int
+) -> Iterator[list[str]]:
+    """Apply fn to every chunk, in order, in this process or in a pool of `processes` workers."""
+    if processes == 1:
+        yield from map(fn, chunks)
+        return
+    # spawn, not fork: the caller may hold torch threads, and forking a threaded process is unsafe.
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        # Pool.imap would read the whole input ahead; bounded rounds keep memory flat.
+        while batch := list(itertools.islice(chunks, processes * _CHUNKS_PER_WORKER)):
+            yield from pool.map(fn, batch)
+
+
+def tokenize_file(
+    in_path: Path,
+    out_path: Path,
+    lang: str,
+    *,
+    escape: bool = True,
+    aggressive_dash_splits: bool = False,
+    processes: int = 1,
+    chunk_lines: int = 10_000,
+) -> int:
+    """Tokenize a UTF-8 text file line by line into out_path (atomically); return the line count.
+
+    The output is identical for any number of processes.
+    """
+    if processes < 1:
+        raise UserError(f"the number of tokenizer processes must be at least 1, got {processes}.")
+    fn = functools.partial(
+        tokenize_lines, lang=lang, escape=escape, aggressive_dash_splits=aggressive_dash_splits
+    )
+    n = 0
+    with atomic_path(out_path) as tmp, open(tmp, "w", encoding="utf-8") as out:
+        for done in _map_in_order(fn, _chunked(iter_lines(in_path), chunk_lines), processes):
+            out.writelines(line + "\n" for line in done)
+            n += len(done)
+    return n

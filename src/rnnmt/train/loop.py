@@ -1,0 +1,218 @@
+"""The training loop: updates, held-out cost, early stopping, checkpoints, resume, SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from rnnmt.models.build import Seq2Seq, build_model, count_parameters
+from rnnmt.runtime import format_duration, log
+from rnnmt.text.binarize import ParallelData
+from rnnmt.text.vocab import Vocab
+from rnnmt.train import checkpoint
+from rnnmt.train.batching import Batch, BatchStream, eval_batches
+from rnnmt.train.optim import build_optimizer, clip_gradients
+
+
+class TrainingInterrupted(Exception):
+    """SIGTERM arrived; a checkpoint was written and the job can be resubmitted to resume."""
+
+
+@dataclass
+class StopFlag:
+    """Set by SIGTERM (Slurm pre-emption or time limit); the loop checks it after every update."""
+
+    raised: bool = False
+
+    def install(self) -> None:
+        signal.signal(signal.SIGTERM, self._handle)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.raised = True
+
+
+@dataclass
+class TrainState:
+    """Everything that changes during training, i.e. what a checkpoint holds besides the weights."""
+
+    update: int = 0
+    wall_time_s: float = 0.0
+    best_dev: float = float("inf")
+    best_update: int = 0
+    bad_validations: int = 0
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+def sentence_nll(model: Seq2Seq, batch: Batch) -> torch.Tensor:
+    """Summed token NLL per sentence [B] (nats)."""
+    logits, _ = model(batch.src, batch.src_mask, batch.tgt)
+    nll = nn.functional.cross_entropy(logits.transpose(1, 2).float(), batch.tgt, reduction="none")
+    return (nll * batch.tgt_mask).sum(dim=1)
+
+
+@torch.no_grad()
+def heldout_cost(model: Seq2Seq, data: ParallelData, device: torch.device, batch_size: int = 64) -> float:
+    """Average over sentences of the summed NLL: the 'Dev NLL' of Bahdanau Table 2."""
+    model.eval()
+    total = sum(float(sentence_nll(model, b.to(device)).sum()) for b in eval_batches(data, batch_size))
+    model.train()
+    return total / len(data)
+
+
+def _loss(per_sentence: torch.Tensor, batch: Batch, kind: str) -> torch.Tensor:
+    """'sum' is GroundHog's objective (sum of all token NLLs, §1.8); 'token_mean' divides by tokens."""
+    total = per_sentence.sum()
+    return total if kind == "sum" else total / batch.target_tokens
+
+
+class Trainer:
+    """Trains one system and writes model.pt + meta.json; checkpoints go to out_dir/ckpt/last.pt."""
+
+    def __init__(
+        self,
+        system: dict[str, Any],
+        train_data: ParallelData,
+        valid: dict[str, ParallelData],
+        src_vocab: Vocab,
+        tgt_vocab: Vocab,
+        out_dir: Path,
+        device: torch.device,
+        data_sha256: dict[str, str],
+    ) -> None:
+        self.system, self.cfg = system, system["train"]
+        self.valid, self.out_dir, self.device = valid, out_dir, device
+        self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
+        self.data_sha256 = data_sha256
+        torch.manual_seed(system["seed"])
+        self.model = build_model(system["model"], len(src_vocab), len(tgt_vocab)).to(device)
+        self.params = list(self.model.parameters())
+        self.optimizer = build_optimizer(self.params, self.cfg["optimizer"])
+        self.stream = BatchStream(train_data, self.cfg["batch_size"], self.cfg["sort_k_batches"], self.cfg["max_len"], system["seed"])
+        self.fingerprint = checkpoint.fingerprint(system, data_sha256)
+        self.ckpt_path = out_dir / "ckpt" / "last.pt"
+        self.best_path = out_dir / "ckpt" / "best.pt"
+        self.state = TrainState()
+        self.stop = StopFlag()
+
+    def resume(self) -> None:
+        """Continue from a matching checkpoint, if any."""
+        saved = checkpoint.load_matching(self.ckpt_path, self.fingerprint, log)
+        if saved is None:
+            return
+        self.model.load_state_dict(saved["model"])
+        self.optimizer.load_state_dict(saved["optimizer"])
+        torch.set_rng_state(saved["rng"])
+        self.state = TrainState(**saved["state"])
+        log(f"resumed from {self.ckpt_path} at update {self.state.update}")
+
+    def save_checkpoint(self) -> None:
+        state = {
+            "fingerprint": self.fingerprint,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "rng": torch.get_rng_state(),
+            "state": self.state.__dict__,
+        }
+        checkpoint.save(self.ckpt_path, state)
+
+    def step(self, update: int) -> tuple[float, int, int]:
+        """One update; returns (summed NLL, sentences, target tokens)."""
+        batch = self.stream.batch(update).to(self.device)
+        per_sentence = sentence_nll(self.model, batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        _loss(per_sentence, batch, self.cfg["loss"]).backward()
+        clip_gradients(self.params, self.cfg["clip_norm"])
+        self.optimizer.step()
+        return float(per_sentence.sum()), len(per_sentence), batch.target_tokens
+
+    def validate(self) -> bool:
+        """Held-out costs into the log and history; returns True when patience has run out."""
+        costs = {name: heldout_cost(self.model, data, self.device) for name, data in self.valid.items()}
+        s = self.state
+        s.history.append({"update": s.update, **costs})
+        log(f"validation at update {s.update}: " + ", ".join(f"{k} NLL/sent {v:.2f}" for k, v in costs.items()))
+        if not costs:
+            return False
+        first = next(iter(costs.values()))
+        if first < s.best_dev:
+            s.best_dev, s.best_update, s.bad_validations = first, s.update, 0
+            checkpoint.save(self.best_path, {"fingerprint": self.fingerprint, "model": self.model.state_dict()})
+            return False
+        s.bad_validations += 1
+        patience = self.cfg.get("patience")
+        return patience is not None and s.bad_validations >= patience
+
+    def run(self) -> dict[str, Any]:
+        """Train to the update budget (or early stop) and write model.pt and meta.json."""
+        self.stop.install()
+        self.resume()
+        budget, s = self.cfg["updates"], self.state
+        log(
+            f"training {self.system['name']}: {count_parameters(self.model):,} parameters, "
+            f"{self.stream.pairs:,} pairs within max_len={self.cfg['max_len']}, device {self.device}, "
+            f"threads {torch.get_num_threads()}, updates {s.update}->{budget}"
+        )
+        window = {"nll": 0.0, "sents": 0, "tokens": 0, "time": 0.0}
+        recent_train_nll = float("nan")
+        stopped = "budget"
+        while s.update < budget:
+            t0 = time.perf_counter()
+            nll, sents, tokens = self.step(s.update)
+            dt = time.perf_counter() - t0
+            s.update += 1
+            s.wall_time_s += dt
+            for key, value in (("nll", nll), ("sents", sents), ("tokens", tokens), ("time", dt)):
+                window[key] += value
+            if s.update % self.cfg["log_every"] == 0 or s.update == budget:
+                recent_train_nll = window["nll"] / window["sents"]
+                eta = (budget - s.update) * window["time"] / max(1, window["sents"]) * self.cfg["batch_size"]
+                log(
+                    f"update {s.update}/{budget} | epoch {self.stream.epochs(s.update):.2f} | "
+                    f"NLL/sent {recent_train_nll:.2f} | NLL/tok {window['nll'] / window['tokens']:.3f} | "
+                    f"{window['tokens'] / window['time']:,.0f} tgt tok/s | ETA {format_duration(eta)}"
+                )
+                window = {"nll": 0.0, "sents": 0, "tokens": 0, "time": 0.0}
+            if s.update % self.cfg["valid_every"] == 0 and self.validate():
+                stopped = "early_stopping"
+                break
+            if self.stop.raised:
+                self.save_checkpoint()
+                raise TrainingInterrupted(f"SIGTERM received; checkpoint at update {s.update} written to {self.ckpt_path}")
+            if s.update % self.cfg["checkpoint_every"] == 0:
+                self.save_checkpoint()
+        self.save_checkpoint()
+        return self.finish(stopped, recent_train_nll)
+
+    def finish(self, stopped: str, train_nll: float) -> dict[str, Any]:
+        """Final held-out cost; with early stopping the best weights become the model."""
+        if self.cfg.get("patience") is not None and self.best_path.exists():
+            self.model.load_state_dict(torch.load(self.best_path, map_location=self.device)["model"])
+        dev = {name: heldout_cost(self.model, data, self.device) for name, data in self.valid.items()}
+        s = self.state
+        meta = {
+            "system": self.system["name"],
+            "seed": self.system["seed"],
+            "updates": s.update,
+            "epochs": self.stream.epochs(s.update),
+            "wall_time_s": s.wall_time_s,
+            "train_nll": train_nll,
+            "dev_nll": next(iter(dev.values()), None),
+            "heldout_nll": dev,
+            "stopped": stopped,
+            "best_update": s.best_update,
+            "history": s.history,
+            "parameters": count_parameters(self.model),
+            "training_pairs": self.stream.pairs,
+            "device": str(self.device),
+            "threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "fingerprint": self.fingerprint,
+            "data_sha256": self.data_sha256,
+        }
+        return meta

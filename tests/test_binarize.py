@@ -1,0 +1,87 @@
+"""Binarized parallel data: exact round trip, subsets, and errors for bad inputs."""
+
+import pytest
+import torch
+
+from rnnmt.errors import UserError
+from rnnmt.fileio import sha256_file
+from rnnmt.text.binarize import ParallelData, binarize
+from rnnmt.text.bpe import BpeSegmenter, learn_bpe
+from rnnmt.text.vocab import Vocab, build_shortlist
+
+SRC = ["the cat sat", "a dog", "", "the unknownword cat"]
+TGT = ["le chat", "un chien aboie", "vide", "le chat"]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    src, tgt = tmp_path / "c.en", tmp_path / "c.fr"
+    src.write_text("\n".join(SRC) + "\n", encoding="utf-8")
+    tgt.write_text("\n".join(TGT) + "\n", encoding="utf-8")
+    return src, tgt, build_shortlist(SRC[:3], 100), build_shortlist(TGT, 100)
+
+
+def test_round_trip(tmp_path, corpus):
+    src, tgt, sv, tv = corpus
+    stats = binarize(src, tgt, sv, tv, tmp_path / "data.pt")
+    data = ParallelData.load(tmp_path / "data.pt")
+    assert len(data) == stats["pairs"] == 4
+    for i, (s, t) in enumerate(zip(SRC, TGT)):
+        assert data.src(i).tolist() == sv.encode(s.split())
+        assert data.tgt(i).tolist() == tv.encode(t.split())
+    assert data.src(3).tolist()[1] == Vocab.UNK
+    assert stats["src_unk"] == 1 and stats["tgt_unk"] == 0
+    assert data.src_lengths.tolist() == [3, 2, 0, 3]
+    assert data.tgt_lengths.tolist() == [2, 3, 1, 2]
+    assert data.src_ids.dtype == data.src_offsets.dtype == torch.int64
+    assert data.meta["src_vocab_size"] == len(sv)
+    assert data.meta["tgt_sha256"] == sha256_file(tgt)
+
+
+def test_subset_keeps_given_order(tmp_path, corpus):
+    src, tgt, sv, tv = corpus
+    binarize(src, tgt, sv, tv, tmp_path / "data.pt")
+    data = ParallelData.load(tmp_path / "data.pt")
+    sub = data.subset([3, 0, 2])
+    assert len(sub) == 3
+    assert [sub.src(i).tolist() for i in range(3)] == [data.src(3).tolist(), data.src(0).tolist(), []]
+    assert [sub.tgt(i).tolist() for i in range(3)] == [data.tgt(i).tolist() for i in (3, 0, 2)]
+    assert sub.src_lengths.tolist() == [3, 3, 0]
+    assert len(data.subset([])) == 0
+    with pytest.raises(IndexError):
+        data.src(4)
+
+
+def test_bpe_segmented_binarize(tmp_path, corpus):
+    src, tgt, _, tv = corpus
+    learn_bpe(src, tmp_path / "codes", 10)
+    seg = BpeSegmenter(tmp_path / "codes")
+    sv = build_shortlist([" ".join(seg.segment(s.split())) for s in SRC], 1000, kind="bpe")
+    binarize(src, tgt, sv, tv, tmp_path / "data.pt", src_segmenter=seg)
+    data = ParallelData.load(tmp_path / "data.pt")
+    assert BpeSegmenter.merge(sv.decode(data.src(3))) == SRC[3].split()
+
+
+def test_line_count_mismatch_writes_nothing(tmp_path, corpus):
+    src, _, sv, tv = corpus
+    short = tmp_path / "short.fr"
+    short.write_text("un\n", encoding="utf-8")
+    with pytest.raises(UserError, match=f"{src} has 4 lines but {short} has 1 lines"):
+        binarize(src, short, sv, tv, tmp_path / "out" / "data.pt")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("content", [b"", b"not a torch file", None])
+def test_load_rejects_other_files(tmp_path, content):
+    path = tmp_path / "data.pt"
+    if content is None:
+        torch.save({"src_ids": torch.zeros(3)}, path)
+    else:
+        path.write_bytes(content)
+    with pytest.raises(UserError, match=str(path)):
+        ParallelData.load(path)
+
+
+def test_load_missing_file(tmp_path):
+    with pytest.raises(UserError, match="does not exist"):
+        ParallelData.load(tmp_path / "none.pt")

@@ -1,0 +1,52 @@
+"""BPE via subword-nmt: learned codes split rare words, and merge() undoes segment()."""
+
+import pytest
+
+from rnnmt.errors import UserError
+from rnnmt.text.bpe import BpeSegmenter, build_bpe_vocab, learn_bpe
+
+TEXT = ["the lower lowest newer newest wider widest the"] * 5 + ["the low new wide slow slower slowest"] * 5
+
+
+@pytest.fixture(scope="module")
+def codes(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bpe")
+    corpus = tmp / "train.tok"
+    corpus.write_text("\n".join(TEXT) + "\n", encoding="utf-8")
+    path = tmp / "codes"
+    learn_bpe(corpus, path, 20)
+    return path
+
+
+def test_segment_merge_round_trip(codes):
+    seg = BpeSegmenter(codes)
+    tokens = "the slowest newer widow lowers &apos;".split()
+    units = seg.segment(tokens)
+    assert len(units) > len(tokens)
+    assert any(u.endswith("@@") for u in units)
+    assert BpeSegmenter.merge(units) == tokens
+
+
+def test_frequent_word_is_one_unit(codes):
+    assert BpeSegmenter(codes).segment(["the"]) == ["the"]
+
+
+def test_merge_keeps_a_dangling_prefix():
+    assert BpeSegmenter.merge(["low@@", "er", "new@@"]) == ["lower", "new"]
+
+
+def test_bpe_vocab_is_a_shortlist_of_units(codes):
+    seg = BpeSegmenter(codes)
+    segmented = [" ".join(seg.segment(line.split())) for line in TEXT]
+    vocab = build_bpe_vocab(segmented, 1000)
+    assert vocab.kind == "bpe"
+    assert all(vocab.covers(line.split()) for line in segmented)
+
+
+def test_missing_or_malformed_codes_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="does not exist"):
+        BpeSegmenter(tmp_path / "nope")
+    bad = tmp_path / "bad"
+    bad.write_text("#version: 0.2\na b c\n", encoding="utf-8")
+    with pytest.raises(UserError, match="malformed"):
+        BpeSegmenter(bad)

@@ -1,0 +1,82 @@
+"""Figure 2 / Figure 3 style plots: valid PNG files, shape checks."""
+
+import struct
+
+import matplotlib
+import pytest
+
+from rnnmt.errors import UserError
+from rnnmt.evaluate.plots import plot_alignments, plot_length_curves
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _png_size(path):
+    """(width, height) from the IHDR chunk that follows the PNG signature."""
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def _panel(n_src, n_tgt):
+    source = [f"s{i}" for i in range(n_src - 1)] + ["</s>"]
+    target = [f"t{j}" for j in range(n_tgt - 1)] + ["</s>"]
+    weights = [[1.0 if i == min(j, n_src - 1) else 0.0 for i in range(n_src)] for j in range(n_tgt)]
+    return {"source": source, "target": target, "weights": weights}
+
+
+def _sane(size):
+    width, height = size
+    return 200 <= width <= 8000 and 200 <= height <= 8000
+
+
+def test_length_curves_png(tmp_path):
+    backend = matplotlib.get_backend()
+    curves = {
+        "RNNsearch-50": [{"x": x, "bleu": 25.0, "n": 10} for x in range(1, 61)],
+        "RNNencdec-50": [{"x": x, "bleu": None if x > 55 else 30.0 - x / 3, "n": 10} for x in range(1, 61)],
+    }
+    out = tmp_path / "fig" / "length.png"
+    plot_length_curves(curves, out, title="BLEU vs length", banner="Synthetic demo data (US$ 0)")
+    assert _sane(_png_size(out))
+    assert not list(out.parent.glob(".*part"))
+    assert matplotlib.get_backend() == backend
+
+
+def test_length_curves_need_a_curve(tmp_path):
+    with pytest.raises(UserError):
+        plot_length_curves({}, tmp_path / "x.png", title="t")
+
+
+@pytest.mark.parametrize("n_panels", [1, 2, 4])
+def test_alignments_png(tmp_path, n_panels):
+    panels = [_panel(12 + k, 10 + k) for k in range(n_panels)]
+    panels[0]["source"][0] = "$"  # a lone dollar sign must not be parsed as math text
+    out = tmp_path / "align.png"
+    plot_alignments(panels, out, title="Alignments")
+    assert _sane(_png_size(out))
+
+
+@pytest.mark.parametrize(
+    "panel",
+    [
+        {**_panel(4, 3), "weights": _panel(4, 3)["weights"][:2]},  # a target row missing
+        {**_panel(4, 3), "weights": [row[:3] for row in _panel(4, 3)["weights"]]},  # a source column missing
+        {**_panel(4, 3), "weights": [[0.1, 0.2, 0.3, 0.4], [0.1], [0.1, 0.2, 0.3, 0.4]]},  # ragged
+        {**_panel(4, 3), "weights": [[float("nan")] * 4] * 3},
+        {"source": ["</s>"], "target": ["</s>"]},
+        {"source": [], "target": ["</s>"], "weights": []},
+    ],
+)
+def test_alignments_reject_bad_panels(tmp_path, panel):
+    out = tmp_path / "bad.png"
+    with pytest.raises(UserError):
+        plot_alignments([panel], out, title="t")
+    assert not list(tmp_path.iterdir())
+
+
+def test_alignments_panel_count(tmp_path):
+    with pytest.raises(UserError):
+        plot_alignments([], tmp_path / "x.png", title="t")
+    with pytest.raises(UserError):
+        plot_alignments([_panel(3, 3)] * 5, tmp_path / "x.png", title="t")

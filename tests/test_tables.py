@@ -1,0 +1,219 @@
+"""score_system on files, Table 1 / Table 2 rendering, and the demo's attention check."""
+
+import csv
+
+import pandas as pd
+import pytest
+
+from rnnmt.errors import UserError
+from rnnmt.evaluate.score import score_system
+from rnnmt.evaluate.tables import (
+    DEMO_BANNER,
+    attention_check,
+    build_table1,
+    build_table2,
+    write_table,
+)
+
+SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
+
+
+def _write(path, lines):
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def system_files(tmp_path):
+    src = ["a short one here .", "this source sentence is much longer than the other two ones here .", "short too ."]
+    refs_tok = [
+        "un court ici .",
+        "cette phrase l&apos; est bien plus longue que les deux autres ici .",
+        "court aussi , oui .",
+    ]
+    refs_raw = ["un court ici.", "cette phrase l'est bien plus longue que les deux autres ici.", "court aussi, oui."]
+    hyps = ["un court ici .", "cette phrase est plus longue que les autres .", "court aussi , oui ."]
+    return {
+        "hyps_all": _write(tmp_path / "hyps.tok", hyps),
+        "refs_tok": _write(tmp_path / "refs.tok", refs_tok),
+        "refs_raw": _write(tmp_path / "refs.raw", refs_raw),
+        "src_tok": _write(tmp_path / "src.tok", src),
+        "lang": "fr",
+        "hyps_nounk": _write(tmp_path / "nounk.tok", ["un court ici .", "court aussi , oui ."]),
+        "nounk_ids": _write(tmp_path / "nounk.ids", ["0", "2"]),
+    }
+
+
+def test_score_system(system_files):
+    scores = score_system(**system_files, window=4, max_x=12, threshold=5)
+    assert scores["n_all"] == 3 and scores["n_nounk"] == 2
+    assert scores["bleu_nounk"] == pytest.approx(100.0)
+    assert 0 < scores["bleu_all"] < 100
+    assert 0 < scores["sacrebleu_all"] < 100 and scores["sacrebleu_nounk"] == pytest.approx(100.0)
+    assert "tok:13a" in scores["sacrebleu_signature"]
+    assert [p["x"] for p in scores["length_curve"]] == list(range(1, 13))
+    assert scores["split"]["short"]["n"] == 2 and scores["split"]["long"]["n"] == 1  # source lengths 5, 13, 3
+    assert (scores["length_by"], scores["window"]) == ("source", 4)
+
+
+def test_score_system_length_by_reference(system_files):
+    by_source = score_system(**system_files, threshold=3)  # source lengths 5, 13, 3
+    by_reference = score_system(**system_files, threshold=3, length_by="reference")  # reference lengths 4, 13, 5
+    assert by_source["split"]["long"]["n"] == 2
+    assert by_reference["split"]["long"]["n"] == 3 and by_reference["length_by"] == "reference"
+    with pytest.raises(UserError, match="length_by"):
+        score_system(**system_files, length_by="target")
+
+
+def test_score_system_names_files_with_mismatched_line_counts(system_files):
+    _write(system_files["refs_raw"], ["only one line"])
+    with pytest.raises(UserError, match=r"refs\.raw has 1"):
+        score_system(**system_files)
+
+
+def test_score_system_checks_nounk_files(system_files):
+    _write(system_files["hyps_nounk"], ["un court ici ."])
+    with pytest.raises(UserError, match=r"nounk\.tok has 1"):
+        score_system(**system_files)
+    _write(system_files["nounk_ids"], ["0", "7"])
+    with pytest.raises(UserError, match="outside"):
+        score_system(**system_files)
+    _write(system_files["nounk_ids"], ["0", "x"])
+    with pytest.raises(UserError, match=r"nounk\.ids:2"):
+        score_system(**system_files)
+
+
+def test_score_system_splits_lines_on_newline_only(system_files):
+    # U+2028 is a line break for str.splitlines but not for the corpus tools.
+    _write(system_files["refs_raw"], ["un\u2028court ici.", "x", "court aussi, oui."])
+    assert score_system(**system_files)["n_all"] == 3
+
+
+def _scores(bleu_all, short, long, threshold=30):
+    return {
+        "bleu_all": bleu_all,
+        "bleu_nounk": bleu_all + 5,
+        "sacrebleu_all": bleu_all - 1,
+        "sacrebleu_nounk": bleu_all + 4,
+        "sacrebleu_signature": SIGNATURE,
+        "split": {"threshold": threshold, "short": {"bleu": short, "n": 80}, "long": {"bleu": long, "n": 20}},
+    }
+
+
+TABLE1_ROWS = [
+    {"system": "RNNsearch-50", "scores": _scores(26.0, 27.0, 25.0), "published": {"all": 26.75, "nounk": 34.16}},
+    {"system": "Moses", "scores": None, "published": {"all": 33.30, "nounk": 35.63}},
+    {"system": "extra", "scores": _scores(10.0, 11.0, 8.0), "published": None},
+]
+
+
+def test_table1_columns_and_deltas():
+    df = build_table1(TABLE1_ROWS, demo=False)
+    assert list(df.columns) == [
+        "System", "BLEU All", "BLEU No-UNK", "sacreBLEU All (detok)", "sacreBLEU No-UNK (detok)",
+        "published All", "published No-UNK", "delta All", "delta No-UNK",
+    ]
+    search, moses, extra = (row for _, row in df.iterrows())
+    assert search["delta All"] == pytest.approx(26.0 - 26.75)
+    assert search["delta No-UNK"] == pytest.approx(31.0 - 34.16)
+    assert pd.isna(moses["BLEU All"]) and moses["published All"] == 33.30 and pd.isna(moses["delta All"])
+    assert pd.isna(extra["published All"]) and pd.isna(extra["delta All"])
+
+
+def test_table1_demo_has_no_deltas():
+    df = build_table1(TABLE1_ROWS, demo=True)
+    assert not [c for c in df.columns if c.startswith("delta")]
+    assert "published All" in df.columns
+
+
+def test_table1_rejects_incomplete_rows():
+    with pytest.raises(UserError, match="bleu_nounk"):
+        build_table1([{"system": "x", "scores": {"bleu_all": 1.0}, "published": None}], demo=True)
+    with pytest.raises(UserError):
+        build_table1([], demo=True)
+
+
+def test_write_table_csv_and_markdown(tmp_path):
+    df = build_table1(TABLE1_ROWS, demo=False)
+    csv_path, md_path = tmp_path / "t1.csv", tmp_path / "t1.md"
+    write_table(df, csv_path, md_path, title="Table 1", banner=None)
+    rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
+    assert rows[0]["System"] == "RNNsearch-50" and rows[0]["delta All"] == "-0.75"
+    assert rows[1]["BLEU All"] == "" and rows[1]["published All"] == "33.30"
+    md = md_path.read_text(encoding="utf-8")
+    assert md.startswith("# Table 1\n")
+    assert "| RNNsearch-50 | 26.00 | 31.00 | 25.00 | 30.00 | 26.75 | 34.16 | -0.75 | -3.16 |" in md
+    assert "| Moses | — | — | — | — | 33.30 | 35.63 | — | — |" in md
+    assert f"`{SIGNATURE}`" in md
+    assert "Synthetic demo data" not in md
+    assert not list(tmp_path.glob(".*part"))
+
+
+def test_write_table_demo_banner(tmp_path):
+    df = build_table1(TABLE1_ROWS, demo=True)
+    write_table(df, tmp_path / "t.csv", tmp_path / "t.md", title="T", banner=DEMO_BANNER)
+    md = (tmp_path / "t.md").read_text(encoding="utf-8")
+    assert DEMO_BANNER in md and "delta All" not in md
+
+
+META = {"updates": 288000, "epochs": 2.2, "wall_time_s": 7200.0, "train_nll": 41.5, "dev_nll": 38.0, "device": "H200"}
+PUBLISHED2 = {"updates": 288000, "epochs": 2.2, "hours": 111, "train_nll": 40.7, "dev_nll": 38.1}
+
+
+def test_table2_columns_hours_and_deltas(tmp_path):
+    rows = [{"system": "RNNsearch-50", "meta": META, "published": PUBLISHED2},
+            {"system": "new", "meta": META, "published": None}]
+    df = build_table2(rows, demo=False)
+    assert list(df.columns) == [
+        "System", "Updates", "Epochs", "Hours", "Train NLL", "Dev NLL", "Device", "published Updates",
+        "published Epochs", "published Hours", "published Train NLL", "published Dev NLL",
+        "delta Train NLL", "delta Dev NLL",
+    ]
+    first = df.iloc[0]
+    assert first["Hours"] == pytest.approx(2.0) and first["Updates"] == 288000
+    assert first["delta Train NLL"] == pytest.approx(0.8) and first["delta Dev NLL"] == pytest.approx(-0.1)
+    write_table(df, tmp_path / "t2.csv", tmp_path / "t2.md", title="Table 2", banner=None)
+    md = (tmp_path / "t2.md").read_text(encoding="utf-8")
+    expected = "| RNNsearch-50 | 288000 | 2.20 | 2.00 | 41.50 | 38.00 | H200 | 288000 | 2.20 | 111.00 | 40.70 | 38.10 |"
+    assert f"{expected} +0.80 | -0.10 |" in md
+
+
+def test_table2_demo_and_validation():
+    df = build_table2([{"system": "s", "meta": META, "published": PUBLISHED2}], demo=True)
+    assert not [c for c in df.columns if c.startswith("delta")]
+    with pytest.raises(UserError, match="raw count"):
+        build_table2([{"system": "s", "meta": META, "published": {**PUBLISHED2, "updates": 2.88}}], demo=True)
+    with pytest.raises(UserError, match="wall_time_s"):
+        build_table2([{"system": "s", "meta": {"updates": 1}, "published": None}], demo=True)
+
+
+def test_attention_check_passes():
+    scores = {"RNNsearch-50": _scores(20.0, 21.0, 18.0), "RNNencdec-50": _scores(15.0, 17.0, 9.0)}
+    passed, text = attention_check(scores)
+    assert passed
+    assert "+5.00" in text and "+4.00" in text and "+9.00" in text and "PASS" in text
+
+
+def test_attention_check_fails_when_long_lead_is_not_larger():
+    scores = {"RNNsearch-50": _scores(20.0, 22.0, 12.0), "RNNencdec-50": _scores(15.0, 17.0, 9.0)}
+    passed, text = attention_check(scores)
+    assert not passed and text.endswith("Result: FAIL")
+
+
+def test_attention_check_fails_when_encdec_is_better():
+    scores = {"RNNsearch-50": _scores(14.0, 15.0, 12.0), "RNNencdec-50": _scores(15.0, 17.0, 9.0)}
+    assert not attention_check(scores)[0]
+
+
+def test_attention_check_fails_without_long_sentences():
+    scores = {"RNNsearch-50": _scores(20.0, 21.0, None), "RNNencdec-50": _scores(15.0, 17.0, None)}
+    passed, text = attention_check(scores)
+    assert not passed and "cannot compare" in text
+
+
+def test_attention_check_missing_systems_and_thresholds():
+    with pytest.raises(UserError, match="RNNencdec-50"):
+        attention_check({"RNNsearch-50": _scores(20.0, 21.0, 18.0)})
+    scores = {"a": _scores(20.0, 21.0, 18.0), "b": _scores(15.0, 17.0, 9.0, threshold=20)}
+    with pytest.raises(UserError, match="thresholds"):
+        attention_check(scores, search="a", encdec="b")

@@ -1,0 +1,77 @@
+"""Tokenization matches sacremoses called directly, whatever the number of processes."""
+
+import itertools
+from pathlib import Path
+
+import pytest
+from sacremoses import MosesTokenizer
+
+from rnnmt.errors import UserError
+from rnnmt.text.tokenize import detokenize_lines, tokenize_file, tokenize_lines
+
+NEWSTEST_FR = Path("/work/shared/data/wmt14/test/plain/newstest2014-fren.fr")
+
+SENTENCES = [
+    "L'homme a dit : « C'est l'heure ! »",
+    "Le prix est de 3,5 millions d'euros (environ 4 millions de dollars).",
+    "Il est passé à 160 km/h au-dessus du sanctuaire Monserrate.",
+    "<b>Bold</b> & \"quoted\" text | pipes [brackets]",
+    "",
+    "M. Dupont vit aux États-Unis depuis 2010.",
+]
+
+
+def _direct(lines, lang, escape=True, aggressive=False):
+    tok = MosesTokenizer(lang=lang)
+    return [tok.tokenize(s, escape=escape, aggressive_dash_splits=aggressive, return_str=True) for s in lines]
+
+
+@pytest.mark.parametrize("escape", [True, False])
+@pytest.mark.parametrize("aggressive", [True, False])
+def test_tokenize_lines_equals_sacremoses(escape, aggressive):
+    got = tokenize_lines(SENTENCES, "fr", escape=escape, aggressive_dash_splits=aggressive)
+    assert got == _direct(SENTENCES, "fr", escape, aggressive)
+
+
+def test_apostrophe_is_escaped_and_split_like_tokenizer_perl():
+    assert tokenize_lines(["l'homme"], "fr") == ["l&apos; homme"]
+    assert tokenize_lines(["l'homme"], "fr", escape=False) == ["l' homme"]
+    assert tokenize_lines(["it's"], "en") == ["it &apos;s"]
+
+
+def test_file_output_identical_for_one_and_two_processes(tmp_path):
+    lines = list(itertools.islice(itertools.cycle(SENTENCES), 50))
+    src = tmp_path / "in.fr"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    n1 = tokenize_file(src, tmp_path / "p1", "fr", processes=1)
+    # Small chunks so both workers get several chunks and ordering is really exercised.
+    n2 = tokenize_file(src, tmp_path / "p2", "fr", processes=2, chunk_lines=3)
+    assert n1 == n2 == 50
+    p1 = (tmp_path / "p1").read_text(encoding="utf-8")
+    assert p1 == (tmp_path / "p2").read_text(encoding="utf-8")
+    assert p1.splitlines() == _direct(lines, "fr")
+
+
+def test_bad_process_count_and_missing_input(tmp_path):
+    with pytest.raises(UserError, match="at least 1"):
+        tokenize_file(tmp_path / "x", tmp_path / "y", "en", processes=0)
+    with pytest.raises(UserError, match="does not exist"):
+        tokenize_file(tmp_path / "missing", tmp_path / "out", "en")
+    assert not (tmp_path / "out").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_detokenize_round_trip():
+    raw = ["L'homme a dit \"oui\".", "C'est fini, n'est-ce pas ?"]
+    assert detokenize_lines(tokenize_lines(raw, "fr"), "fr") == raw
+    assert detokenize_lines(["it &apos;s a &quot; test &quot; ."], "en") == ['it\'s a "test".']
+
+
+@pytest.mark.skipif(not NEWSTEST_FR.exists(), reason=f"{NEWSTEST_FR} not present (shared WMT'14 test data)")
+def test_newstest2014_first_200_lines_match_sacremoses(tmp_path):
+    lines = NEWSTEST_FR.read_text(encoding="utf-8").split("\n")[:200]
+    head = tmp_path / "nt14.head.fr"
+    head.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "nt14.head.tok.fr"
+    assert tokenize_file(head, out, "fr", processes=2, chunk_lines=64) == 200
+    assert out.read_text(encoding="utf-8").splitlines() == _direct(lines, "fr")

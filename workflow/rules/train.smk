@@ -1,0 +1,36 @@
+# One training job per system. Checkpoints live in results/models/{system}/ckpt/, deliberately not
+# declared as outputs, so that a failed or pre-empted job keeps them and resumes when run again.
+
+
+localrules:
+    system_config,
+
+
+rule system_config:
+    output:
+        "results/config/{system}.json",
+    params:
+        system=lambda w: json.dumps(rnnmt_config.system_config(config, w.system), sort_keys=True),
+    log:
+        "results/logs/system_config/{system}.log",
+    run:
+        Path(output[0]).write_text(params.system + "\n")
+
+
+rule train:
+    input:
+        unpack(train_inputs),
+    output:
+        model="results/models/{system}/model.pt",
+        meta="results/models/{system}/meta.json",
+    params:
+        bpe=lambda w, input: bpe_flags(input),
+    threads: 1
+    log:
+        "results/logs/train/{system}.log",
+    benchmark:
+        "results/benchmarks/train/{system}.tsv"
+    shell:
+        "rnnmt train --system {input.system} --train {input.train} --valid dev={input.dev} "
+        "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} {params.bpe} "
+        "--out-dir results/models/{wildcards.system} --threads {threads} > {log} 2>&1"
