@@ -129,7 +129,7 @@ class Trainer:
         _loss(per_sentence, batch, self.cfg["loss"]).backward()
         clip_gradients(self.params, self.cfg["clip_norm"])
         self.optimizer.step()
-        return float(per_sentence.sum()), len(per_sentence), batch.target_tokens
+        return float(per_sentence.detach().sum()), len(per_sentence), batch.target_tokens
 
     def validate(self) -> bool:
         """Held-out costs into the log and history; returns True when patience has run out."""

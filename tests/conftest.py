@@ -1,0 +1,78 @@
+"""Shared fixtures: single-threaded torch, tiny models and a tiny parallel corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from rnnmt.models.build import build_model
+from rnnmt.text.binarize import binarize
+from rnnmt.text.vocab import build_shortlist
+
+torch.set_num_threads(1)
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt14"
+
+
+def tiny_model_config(encoder: str = "bigru", attention: str = "additive", init: str = "uniform") -> dict:
+    return {
+        "encoder": encoder,
+        "attention": attention,
+        "emb": 8,
+        "hidden": 12,
+        "align_hidden": 10,
+        "maxout": 6,
+        "output_rank": None,
+        "init": init,
+    }
+
+
+@pytest.fixture
+def tiny_model():
+    torch.manual_seed(0)
+    return build_model(tiny_model_config(), 20, 20).eval()
+
+
+def tiny_system(name: str = "tiny", updates: int = 6, **train) -> dict:
+    return {
+        "name": name,
+        "label": name,
+        "pair": "en-fr",
+        "seed": 3,
+        "model": tiny_model_config(),
+        "train": {
+            "optimizer": {"name": "adam", "lr": 0.01},
+            "loss": "sum",
+            "clip_norm": 1.0,
+            "batch_size": 4,
+            "sort_k_batches": 2,
+            "max_len": 6,
+            "updates": updates,
+            "valid_every": 3,
+            "log_every": 2,
+            "checkpoint_every": 2,
+            "patience": None,
+            **train,
+        },
+    }
+
+
+@pytest.fixture
+def tiny_corpus(tmp_path: Path) -> dict[str, Path]:
+    """A 40-pair toy corpus (the target copies the source, reversed), binarized with its vocabularies."""
+    words = "a b c d e f g h".split()
+    src, tgt = [], []
+    for i in range(40):
+        n = 2 + i % 7
+        sent = [words[(i * 3 + k) % len(words)] for k in range(n)]
+        src.append(" ".join(sent))
+        tgt.append(" ".join(w.upper() for w in reversed(sent)))
+    (tmp_path / "s.txt").write_text("\n".join(src) + "\n")
+    (tmp_path / "t.txt").write_text("\n".join(tgt) + "\n")
+    sv, tv = build_shortlist(src, 100), build_shortlist(tgt, 100)
+    sv.save(tmp_path / "sv.json")
+    tv.save(tmp_path / "tv.json")
+    binarize(tmp_path / "s.txt", tmp_path / "t.txt", sv, tv, tmp_path / "data.pt")
+    return {"data": tmp_path / "data.pt", "src_vocab": tmp_path / "sv.json", "tgt_vocab": tmp_path / "tv.json", "dir": tmp_path}

@@ -1,0 +1,108 @@
+"""The equations of paper-spec §1.2–1.6 checked against hand computation."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from rnnmt.models.attention import AdditiveAttention
+from rnnmt.models.build import build_model, init_groundhog
+from rnnmt.models.encoders import Encoded
+from rnnmt.models.gru import GroundhogGRU
+
+from conftest import tiny_model_config
+
+
+def sigmoid(x: float) -> float:
+    return 1 / (1 + math.exp(-x))
+
+
+def test_gru_step_is_groundhog_convention():
+    """1-d GRU: z, r from the input and state; reset before U; h = (1-z) h + z h̃; only the candidate has a bias."""
+    gru = GroundhogGRU(1, 1)
+    with torch.no_grad():
+        gru.W_in.weight.copy_(torch.tensor([[0.5], [-1.0], [2.0]]))  # W_z, W_r, W
+        gru.U_gates.weight.copy_(torch.tensor([[0.3], [0.7]]))  # U_z, U_r
+        gru.U_cand.weight.fill_(-0.4)
+        gru.b_cand.fill_(0.1)
+    x, h = 0.8, 0.6
+    z = sigmoid(0.5 * x + 0.3 * h)
+    r = sigmoid(-1.0 * x + 0.7 * h)
+    h_cand = math.tanh(2.0 * x + 0.1 + -0.4 * (r * h))
+    expected = (1 - z) * h + z * h_cand
+    got = gru.step(gru.project_inputs(torch.tensor([[x]])), torch.tensor([[h]]))
+    assert got.item() == pytest.approx(expected, abs=1e-6)
+
+
+def test_gru_scan_carries_state_over_masked_steps():
+    torch.manual_seed(0)
+    gru = GroundhogGRU(3, 4)
+    x = gru.project_inputs(torch.randn(1, 5, 3))
+    mask = torch.tensor([[True, True, True, False, False]])
+    fwd = gru.scan(x, mask)
+    assert torch.equal(fwd[0, 3], fwd[0, 2]) and torch.equal(fwd[0, 4], fwd[0, 2])
+    bwd = gru.scan(x, mask, reverse=True)
+    # Backward over right padding starts from zero state at the last real token.
+    assert torch.allclose(bwd[0, :3], gru.scan(x[:, :3], mask[:, :3], reverse=True)[0])
+
+
+def test_additive_attention_hand_computed_and_masks_padding():
+    att = AdditiveAttention(query_size=1, key_size=1, hidden=1)
+    with torch.no_grad():
+        att.W_a.weight.fill_(1.0)
+        att.U_a.weight.fill_(2.0)
+        att.v_a.weight.fill_(3.0)
+    h = torch.tensor([[[0.1], [0.5], [9.0]]])  # third position is padding
+    enc = Encoded(h, torch.tensor([[True, True, False]]), h[:, 0])
+    s = torch.tensor([[0.2]])
+    c, alpha = att(s, att.prepare(enc), enc)
+    e = [3 * math.tanh(0.2 + 2 * 0.1), 3 * math.tanh(0.2 + 2 * 0.5)]
+    a = [math.exp(v) / sum(math.exp(w) for w in e) for v in e]
+    assert alpha[0].tolist() == pytest.approx([a[0], a[1], 0.0], abs=1e-6)
+    assert c.item() == pytest.approx(a[0] * 0.1 + a[1] * 0.5, abs=1e-6)
+
+
+def test_maxout_pairs_adjacent_units(tiny_model):
+    dec = tiny_model.decoder
+    with torch.no_grad():
+        for layer in (dec.U_o, dec.V_o, dec.C_o):
+            layer.weight.zero_()
+        dec.U_o.bias.copy_(torch.tensor([1.0, 5.0, -2.0, -3.0, 0.0, 4.0, 7.0, 1.0, 2.0, 2.0, -1.0, 0.5]))
+        dec.W_o.weight.copy_(torch.eye(20, 6))
+        dec.W_o.bias.zero_()
+    logits = dec.readout(torch.zeros(1, 12), torch.zeros(1, 8), torch.zeros(1, 24))
+    assert logits[0, :6].tolist() == [5.0, -2.0, 4.0, 7.0, 2.0, 0.5]
+
+
+def test_padding_does_not_change_a_sentence(tiny_model):
+    """A sentence scored alone and inside a padded batch gets the same logits and zero weight on padding."""
+    src = torch.tensor([[5, 6, 7, 2], [8, 2, 0, 0]])
+    mask = src != 0
+    tgt = torch.tensor([[9, 10, 2], [11, 2, 0]])
+    logits, alpha = tiny_model(src, mask, tgt)
+    alone_logits, _ = tiny_model(src[1:, :2], mask[1:, :2], tgt[1:, :2])
+    assert torch.allclose(logits[1, :2], alone_logits[0], atol=1e-5)
+    assert torch.all(alpha[1, :, 2:] == 0)
+
+
+def test_groundhog_init_follows_the_paper():
+    torch.manual_seed(0)
+    model = build_model(tiny_model_config(init="groundhog"), 20, 20)
+    init_groundhog(model)
+    att = model.decoder.attention
+    assert torch.all(att.v_a.weight == 0)  # uniform attention at the first update
+    assert att.W_a.weight.std() < 0.01 and model.decoder.embed.weight.std() < 0.05
+    u_z = model.encoder.fwd.U_gates.weight[:12]
+    assert torch.allclose(u_z @ u_z.T, torch.eye(12), atol=1e-5)
+    assert torch.all(model.decoder.U_o.bias == 0)
+
+
+def test_encdec_context_is_last_forward_state():
+    torch.manual_seed(0)
+    model = build_model(tiny_model_config(encoder="gru", attention="none"), 20, 20)
+    src = torch.tensor([[5, 6, 2, 0]])
+    enc = model.encode(src, src != 0)
+    states = model.encoder.fwd.scan(model.encoder.fwd.project_inputs(model.encoder.embed(src)), src != 0)
+    assert torch.allclose(enc.summary[0], states[0, 2])

@@ -1,0 +1,97 @@
+"""Batching, length filter, resume equality, stale checkpoints and SIGTERM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from rnnmt.text.binarize import ParallelData
+from rnnmt.text.vocab import Vocab
+from rnnmt.train import checkpoint
+from rnnmt.train.batching import BatchStream, length_filter
+from rnnmt.train.loop import Trainer, TrainingInterrupted
+
+from conftest import tiny_system
+
+
+def make_trainer(corpus: dict[str, Path], out_dir: Path, **kw) -> Trainer:
+    system = tiny_system(**kw)
+    data = ParallelData.load(corpus["data"])
+    return Trainer(
+        system, data, {"dev": data.subset(range(8))}, Vocab.load(corpus["src_vocab"]), Vocab.load(corpus["tgt_vocab"]),
+        out_dir, torch.device("cpu"), {"train": "x"},
+    )  # fmt: skip
+
+
+def test_length_filter_drops_pairs_instead_of_truncating(tiny_corpus):
+    data = ParallelData.load(tiny_corpus["data"])
+    kept = length_filter(data, 4)
+    assert len(kept) < len(data)
+    assert all(data.src_lengths[i] <= 4 and data.tgt_lengths[i] <= 4 for i in kept)
+    stream = BatchStream(data, batch_size=4, sort_k=2, max_len=4, seed=1)
+    for u in range(20):
+        b = stream.batch(u)
+        for row, i in enumerate(b.indices):
+            # Whole sentences (+EOS), never cut: the batch holds exactly the stored ids.
+            assert torch.equal(b.src[row, : int(data.src_lengths[i])], data.src(int(i)))
+            assert b.src[row, int(data.src_lengths[i])] == Vocab.EOS
+
+
+def test_batches_are_a_function_of_the_update_and_sorted_within_a_group(tiny_corpus):
+    data = ParallelData.load(tiny_corpus["data"])
+    a = BatchStream(data, batch_size=4, sort_k=3, max_len=None, seed=7)
+    b = BatchStream(data, batch_size=4, sort_k=3, max_len=None, seed=7)
+    assert torch.equal(a.batch(5).indices, b.batch(5).indices)  # b jumps straight to update 5
+    group = [a.batch(u) for u in range(3)]
+    widths = [int(torch.maximum(g.src_mask.sum(1), g.tgt_mask.sum(1)).max()) for g in group]
+    assert widths == sorted(widths)
+
+
+def test_resume_gives_the_same_parameters_as_an_uninterrupted_run(tiny_corpus, tmp_path):
+    straight = make_trainer(tiny_corpus, tmp_path / "a", updates=6)
+    straight.run()
+    first = make_trainer(tiny_corpus, tmp_path / "b", updates=3)
+    first.run()
+    resumed = make_trainer(tiny_corpus, tmp_path / "b", updates=6)
+    resumed.run()
+    assert resumed.state.update == 6
+    for (name, p), q in zip(straight.model.named_parameters(), resumed.model.parameters()):
+        assert torch.equal(p, q), name
+
+
+def test_sigterm_writes_a_checkpoint_and_a_rerun_resumes(tiny_corpus, tmp_path):
+    trainer = make_trainer(tiny_corpus, tmp_path, updates=6)
+    trainer.stop.install = lambda: None  # keep pytest's own SIGTERM handling
+    trainer.stop.raised = True
+    with pytest.raises(TrainingInterrupted):
+        trainer.run()
+    assert (tmp_path / "ckpt" / "last.pt").exists()
+    again = make_trainer(tiny_corpus, tmp_path, updates=6)
+    again.resume()
+    assert again.state.update == 1
+
+
+def test_stale_checkpoint_is_discarded(tiny_corpus, tmp_path):
+    make_trainer(tiny_corpus, tmp_path, updates=2).run()
+    messages = []
+    other = make_trainer(tiny_corpus, tmp_path, updates=4, clip_norm=5.0)
+    state = checkpoint.load_matching(other.ckpt_path, other.fingerprint, messages.append)
+    assert state is None and "stale" in messages[0]
+    assert not other.ckpt_path.exists()
+
+
+def test_fingerprint_ignores_the_budget_but_not_the_recipe():
+    base = tiny_system()
+    assert checkpoint.fingerprint(base, {}) == checkpoint.fingerprint(tiny_system(updates=99), {})
+    assert checkpoint.fingerprint(base, {}) != checkpoint.fingerprint(tiny_system(batch_size=5), {})
+    assert checkpoint.fingerprint(base, {"train": "a"}) != checkpoint.fingerprint(base, {"train": "b"})
+
+
+def test_training_reduces_heldout_cost(tiny_corpus, tmp_path):
+    trainer = make_trainer(tiny_corpus, tmp_path, updates=30, max_len=None)
+    meta = trainer.run()
+    history = [h["dev"] for h in meta["history"]]
+    assert history[-1] < history[0]
+    assert meta["updates"] == 30 and meta["epochs"] == pytest.approx(30 * 4 / 40)
