@@ -14,7 +14,7 @@ rule system_config:
     log:
         "results/logs/system_config/{system}.log",
     run:
-        Path(output[0]).write_text(params.system + "\n")
+        Path(output[0]).write_text(f"{params.system}\n")
 
 
 rule train:

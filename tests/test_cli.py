@@ -1,0 +1,47 @@
+"""User mistakes through the CLI: one line on stderr, exit status 2, no partial output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rnnmt.cli import main
+
+
+def test_mismatched_parallel_files_name_both_files_and_counts(tmp_path: Path, capsys):
+    (tmp_path / "a.en").write_text("one\ntwo\nthree\n")
+    (tmp_path / "a.fr").write_text("un\ndeux\n")
+    out = tmp_path / "out"
+    code = main(["assemble", "--src", str(tmp_path / "a.en"), "--tgt", str(tmp_path / "a.fr"),
+                 "--out-src", str(out / "x.en"), "--out-tgt", str(out / "x.fr")])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1
+    assert "a.en has 3 lines" in err and "a.fr has 2 lines" in err
+    assert not (out / "x.en").exists() and not (out / "x.fr").exists()
+
+
+def test_missing_model_is_a_clear_error(tmp_path: Path, capsys):
+    code = main(["translate", "--model", str(tmp_path / "nope.pt"), "--input", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert code == 2 and "does not exist" in err
+
+
+def test_train_translate_by_hand(tiny_corpus, tmp_path: Path, capsys):
+    """`rnnmt train` writes model.pt and meta.json; `rnnmt translate` reads stdin-like input files."""
+    import json
+
+    from conftest import tiny_system
+
+    system = tmp_path / "system.json"
+    system.write_text(json.dumps(tiny_system(updates=4)))
+    out = tmp_path / "model"
+    args = ["train", "--system", str(system), "--train", str(tiny_corpus["data"]), "--valid", f"dev={tiny_corpus['data']}",
+            "--src-vocab", str(tiny_corpus["src_vocab"]), "--tgt-vocab", str(tiny_corpus["tgt_vocab"]),
+            "--out-dir", str(out), "--device", "cpu"]  # fmt: skip
+    assert main(args) == 0
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["updates"] == 4 and meta["threads"] == 1
+    src = tmp_path / "in.txt"
+    src.write_text("a b c\nd e\n")
+    assert main(["translate", "--model", str(out / "model.pt"), "--input", str(src), "--output", str(tmp_path / "o.txt"), "--beam", "2", "--device", "cpu"]) == 0
+    assert len((tmp_path / "o.txt").read_text().splitlines()) == 2

@@ -1,0 +1,58 @@
+"""config.yaml against its schema: defaults, one-line errors naming the key, resolved systems."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rnnmt import config as cfg
+from rnnmt.errors import UserError
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def raw_config() -> dict:
+    return yaml.safe_load((ROOT / "config.yaml").read_text())
+
+
+def test_shipped_config_is_valid_and_defaults_are_filled():
+    c = cfg.validate(raw_config(), SCHEMA)
+    assert c["evaluation"]["beam"] == 10
+    assert c["pairs"]["en-fr"]["tokenizer"] == {"escape": True, "aggressive_dash_splits": False}
+    assert c["scales"]["demo"]["selection"]["method"] == "none"
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda c: c["scales"]["demo"]["train"].update(updatez=3), "unknown key 'scales.demo.train.updatez'"),
+        (lambda c: c.update(evalution={}), "unknown key 'evalution'"),
+        (lambda c: c["systems"]["rnnsearch-50"]["model"].update(attention="dot-product"), "systems.rnnsearch-50.model.attention"),
+        (lambda c: c.update(scale="huge"), "scale 'huge' is not one of the presets"),
+        (lambda c: c["systems"]["rnnsearch-30"].update(pair="en-xx"), "systems.rnnsearch-30.pair 'en-xx'"),
+    ],
+)
+def test_mistakes_are_one_line_naming_the_key(edit, expected):
+    c = raw_config()
+    edit(c)
+    with pytest.raises(UserError) as err:
+        cfg.validate(c, SCHEMA)
+    assert expected in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_system_config_merges_scale_system_and_overrides():
+    c = cfg.validate(raw_config(), SCHEMA)
+    demo = cfg.system_config(c, "rnnsearch-30")
+    assert demo["model"]["encoder"] == "bigru" and demo["model"]["hidden"] == c["scales"]["demo"]["model"]["hidden"]
+    assert demo["train"]["max_len"] == 30 and demo["train"]["optimizer"]["name"] == "adam"
+    c["scale"] = "paper"
+    paper = cfg.system_config(c, "rnnsearch-30")
+    assert paper["model"]["hidden"] == 1000 and paper["train"]["updates"] == 471000
+    assert paper["train"]["optimizer"] == {"name": "adadelta", "lr": 1.0, "rho": 0.95, "eps": 1e-6}
+    assert "rnnsearch-50star" in cfg.active_systems(c)
+    c["scale"] = "demo"
+    assert "rnnsearch-50star" not in cfg.active_systems(c)
