@@ -1,6 +1,5 @@
 # Helpers only: config validation, the active scale, path helpers and input functions.
 import json
-import shlex
 import sys
 
 from rnnmt import config as rnnmt_config

@@ -29,17 +29,17 @@ rule figure_length:
     output:
         "results/figures/bahdanau2014_fig2.png",
     params:
-        curves=lambda w, input: " ".join(
-            f"--curve {config['systems'][s]['label']}={f}"
+        curves=lambda w, input: [
+            f"--curve={config['systems'][s]['label']}={f}"
             for s, f in zip(table_systems(config["figures"]["bahdanau2014_fig2"]["table"]), input)
-        ),
-        banner=f"--banner '{DEMO_BANNER_PLAIN}'" if DEMO else "",
+        ],
+        banner=[f"--banner={DEMO_BANNER_PLAIN}"] if DEMO else [],
         xlabel=f"Sentence length ({LENGTH_CURVE['length_by']} tokens, window {LENGTH_CURVE['window']})",
     log:
         "results/logs/figure_length.log",
     shell:
-        "rnnmt plot-length {params.curves} --title 'BLEU vs sentence length (full test set)' "
-        "--xlabel '{params.xlabel}' {params.banner} --output {output} > {log} 2>&1"
+        "rnnmt plot-length {params.curves:q} --title 'BLEU vs sentence length (full test set)' "
+        "--xlabel {params.xlabel:q} {params.banner:q} --output {output} > {log} 2>&1"
 
 
 rule alignments:
@@ -48,13 +48,13 @@ rule alignments:
     output:
         "results/alignments/{system}.json",
     params:
-        fixed=lambda w: " ".join(f"--fixed {shlex.quote(s)}" for s in PRESET["figures"]["alignment_fixed"]),
+        fixed=[f"--fixed={s}" for s in PRESET["figures"]["alignment_fixed"]],
         fig=config["figures"].get("bahdanau2014_fig3", {}),
         beam=config["evaluation"]["beam"],
     log:
         "results/logs/alignments/{system}.log",
     shell:
-        "rnnmt align --model {input.model} --test-src {input.src} --nounk-ids {input.ids} {params.fixed} "
+        "rnnmt align --model {input.model} --test-src {input.src} --nounk-ids {input.ids} {params.fixed:q} "
         "--random {params.fig[random]} --min-length {params.fig[min_length]} --max-length {params.fig[max_length]} "
         "--seed {params.fig[seed]} --beam {params.beam} --output {output} > {log} 2>&1"
 
@@ -69,7 +69,7 @@ rule figure_alignments:
     log:
         "results/logs/figure_alignments.log",
     shell:
-        "rnnmt plot-alignments --input {input} --title '{params.title}' --output {output} > {log} 2>&1"
+        "rnnmt plot-alignments --input {input} --title {params.title:q} --output {output} > {log} 2>&1"
 
 
 rule provenance:
