@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from rnnmt.data.corpus import assemble, check_parallel, iter_lines
+from rnnmt.data.corpus import assemble, check_parallel
+from rnnmt.fileio import iter_lines
 from rnnmt.errors import UserError
 
 

@@ -127,7 +127,7 @@ def args_vocab(p: argparse.ArgumentParser) -> None:
 
 @command("vocab", "build a shortlist vocabulary of the most frequent words (or BPE units)")
 def run_vocab(a: argparse.Namespace) -> None:
-    from rnnmt.data.corpus import iter_lines
+    from rnnmt.fileio import iter_lines
     from rnnmt.text.bpe import BpeSegmenter, build_bpe_vocab
     from rnnmt.text.vocab import build_shortlist
 
@@ -277,7 +277,8 @@ def run_score(a: argparse.Namespace) -> None:
         nounk_ids=a.nounk_ids, window=a.window, max_x=a.max_length, threshold=a.threshold, length_by=a.length_by,
     )  # fmt: skip
     write_json(a.output, scores)
-    print(f"BLEU all {scores['bleu_all']:.2f}, No-UNK {scores['bleu_nounk']:.2f}", file=sys.stderr)
+    nounk = "n/a (empty subset)" if scores["bleu_nounk"] is None else f"{scores['bleu_nounk']:.2f}"
+    print(f"BLEU all {scores['bleu_all']:.2f}, No-UNK {nounk}", file=sys.stderr)
 
 
 def args_table(p: argparse.ArgumentParser) -> None:

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from rnnmt.errors import UserError
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
@@ -38,17 +40,26 @@ def write_lines(path: str | os.PathLike, lines: Iterable[str]) -> int:
     return n
 
 
-def read_lines(path: str | os.PathLike) -> list[str]:
-    """Read a UTF-8 text file into lines split on "\\n" only.
+def iter_lines(path: str | os.PathLike) -> Iterator[str]:
+    """Yield the lines of a UTF-8 file without their "\\n"; only "\\n" ends a line, as for `wc -l`.
 
     str.splitlines would also split at U+2028, U+0085 or form feeds inside a sentence and shift every
     later line against its parallel file.
     """
-    with open(path, encoding="utf-8", newline="") as f:
-        lines = f.read().split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    number = 0
+    try:
+        with open(path, "rb") as f:
+            for number, raw in enumerate(f, start=1):
+                yield raw.removesuffix(b"\n").decode("utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path} does not exist; expected a UTF-8 text file.") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} line {number} is not valid UTF-8; expected UTF-8 text.") from None
+
+
+def read_lines(path: str | os.PathLike) -> list[str]:
+    """All lines of a UTF-8 text file, split as iter_lines splits them."""
+    return list(iter_lines(path))
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

@@ -3,28 +3,16 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from rnnmt.errors import UserError
-from rnnmt.fileio import atomic_path
+from rnnmt.fileio import atomic_path, iter_lines
 
 # Every whitespace character except the no-break spaces: those carry meaning for French
 # punctuation and are left to the tokenizer. Collapsing the rest also removes characters
 # such as U+2028 that str.splitlines() would treat as line ends and so break alignment.
 _COLLAPSIBLE = re.compile(r"[^\S\u00a0\u2007\u202f]+")
-
-
-def iter_lines(path: Path) -> Iterator[str]:
-    """Yield the lines of a UTF-8 file without their "\\n"; only "\\n" ends a line, as for `wc -l`."""
-    try:
-        with open(path, "rb") as f:
-            for number, raw in enumerate(f, start=1):
-                yield raw.removesuffix(b"\n").decode("utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path} does not exist; expected a UTF-8 text file.") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path} line {number} is not valid UTF-8; expected UTF-8 text.") from None
 
 
 def count_lines(path: Path, chunk: int = 1 << 20) -> int:

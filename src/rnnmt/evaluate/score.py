@@ -7,24 +7,9 @@ from pathlib import Path
 from rnnmt.errors import UserError
 from rnnmt.evaluate.bleu import detokenized_bleu, tokenized_bleu
 from rnnmt.evaluate.length import length_curve, split_bleu
+from rnnmt.fileio import read_lines
 
 LENGTH_BY = ("source", "reference")
-
-
-def read_text_lines(path: Path) -> list[str]:
-    """Read one sentence per line, splitting on "\\n" only.
-
-    str.splitlines would also split on U+2028, U+0085, form feeds etc., which occur in web text and
-    would silently shift every following sentence against its reference.
-    """
-    try:
-        with open(path, encoding="utf-8", newline="\n") as f:
-            # rstrip also drops the "\r" of CRLF files, which would otherwise end up inside the last token.
-            return [line.rstrip("\r\n") for line in f]
-    except FileNotFoundError:
-        raise UserError(f"{path}: file not found.") from None
-    except UnicodeDecodeError as e:
-        raise UserError(f"{path}: not valid UTF-8 ({e.reason} at byte {e.start}).") from None
 
 
 def _check_same_count(files: list[tuple[Path, list]]) -> None:
@@ -36,7 +21,7 @@ def _check_same_count(files: list[tuple[Path, list]]) -> None:
 def read_ids(path: Path, n_lines: int) -> list[int]:
     """Read 0-based, distinct line indices below `n_lines`, one per line."""
     ids = []
-    for lineno, text in enumerate(read_text_lines(path), start=1):
+    for lineno, text in enumerate(read_lines(path), start=1):
         try:
             i = int(text)
         except ValueError:
@@ -75,13 +60,13 @@ def score_system(
     The length curve and the short/long split use the full test set (paper Figure 2 caption).
     "bleu_nounk" and "sacrebleu_nounk" are None when the No-UNK subset is empty.
     """
-    texts = [(Path(p), read_text_lines(Path(p))) for p in (hyps_all, refs_tok, refs_raw, src_tok)]
+    texts = [(Path(p), read_lines(Path(p))) for p in (hyps_all, refs_tok, refs_raw, src_tok)]
     _check_same_count(texts)
     hyps, refs, raws, srcs = (lines for _, lines in texts)
     if not hyps:
         raise UserError(f"{hyps_all}: the test set is empty.")
     ids = read_ids(Path(nounk_ids), len(refs))
-    nounk = read_text_lines(Path(hyps_nounk))
+    nounk = read_lines(Path(hyps_nounk))
     _check_same_count([(Path(nounk_ids), ids), (Path(hyps_nounk), nounk)])
     lengths = _lengths(srcs, refs, length_by)
     sacre_all, signature = detokenized_bleu(hyps, raws, lang)

@@ -9,7 +9,8 @@ from typing import Any
 
 import torch
 
-from rnnmt.data.corpus import check_parallel, iter_lines
+from rnnmt.data.corpus import check_parallel
+from rnnmt.fileio import iter_lines
 from rnnmt.errors import UserError
 from rnnmt.fileio import atomic_path, sha256_file
 from rnnmt.text.bpe import BpeSegmenter

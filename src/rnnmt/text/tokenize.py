@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sacremoses import MosesDetokenizer, MosesTokenizer
 
-from rnnmt.data.corpus import iter_lines
+from rnnmt.fileio import iter_lines
 from rnnmt.errors import UserError
 from rnnmt.fileio import atomic_path
 
