@@ -106,3 +106,21 @@ def test_encdec_context_is_last_forward_state():
     enc = model.encode(src, src != 0)
     states = model.encoder.fwd.scan(model.encoder.fwd.project_inputs(model.encoder.embed(src)), src != 0)
     assert torch.allclose(enc.summary[0], states[0, 2])
+
+
+@pytest.mark.parametrize(("encoder", "attention"), [("bigru", "additive"), ("gru", "none")])
+def test_training_pass_equals_step_by_step_decoding(encoder, attention):
+    """The batched teacher-forced pass and the beam's predict/advance steps compute the same logits (§1.6)."""
+    torch.manual_seed(1)
+    model = build_model(tiny_model_config(encoder, attention), 20, 20).eval()
+    src = torch.tensor([[5, 6, 7, 2]])
+    tgt = torch.tensor([[9, 10, 11, 2]])
+    logits, _ = model(src, src != 0, tgt)
+    enc = model.encode(src, src != 0)
+    dec = model.decoder
+    keys, s = dec.attention.prepare(enc), dec.init_state(enc)
+    e = torch.zeros(1, 8)
+    for t in range(tgt.shape[1]):
+        step_logits, c, _ = dec.predict(s, e, keys, enc)
+        assert torch.allclose(step_logits, logits[:, t], atol=1e-5)
+        s, e = dec.advance(s, tgt[:, t], c)

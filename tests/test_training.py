@@ -95,3 +95,19 @@ def test_training_reduces_heldout_cost(tiny_corpus, tmp_path):
     history = [h["dev"] for h in meta["history"]]
     assert history[-1] < history[0]
     assert meta["updates"] == 30 and meta["epochs"] == pytest.approx(30 * 4 / 40)
+
+
+def test_sigterm_handler_sets_the_flag():
+    import os
+    import signal
+
+    from rnnmt.train.loop import StopFlag
+
+    previous = signal.getsignal(signal.SIGTERM)
+    flag = StopFlag()
+    try:
+        flag.install()
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert flag.raised
+    finally:
+        signal.signal(signal.SIGTERM, previous)

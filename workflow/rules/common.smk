@@ -81,12 +81,13 @@ def binarize_inputs(wildcards):
 
 def train_inputs(wildcards):
     pair = system_pair(wildcards)
-    return {
-        "system": f"results/config/{wildcards.system}.json",
-        "train": f"results/data/bin/{pair}/train.pt",
-        "dev": f"results/data/bin/{pair}/dev.pt",
-        **vocab_files(pair),
-    }
+    heldout = {f"heldout_{name}": f"results/data/bin/{pair}/{name}.pt" for name in config["heldout"]}
+    return {"system": f"results/config/{wildcards.system}.json", "train": f"results/data/bin/{pair}/train.pt", **heldout, **vocab_files(pair)}
+
+
+def heldout_flags(wildcards, input):
+    """--valid NAME=FILE for each held-out set whose cost the training log reports (the first decides early stopping)."""
+    return " ".join(f"--valid {name}={input[f'heldout_{name}']}" for name in config["heldout"])
 
 
 def nounk_inputs(wildcards):

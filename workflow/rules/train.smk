@@ -25,12 +25,13 @@ rule train:
         meta="results/models/{system}/meta.json",
     params:
         bpe=lambda w, input: bpe_flags(input),
+        heldout=heldout_flags,
     threads: 1
     log:
         "results/logs/train/{system}.log",
     benchmark:
         "results/benchmarks/train/{system}.tsv"
     shell:
-        "rnnmt train --system {input.system} --train {input.train} --valid dev={input.dev} "
+        "rnnmt train --system {input.system} --train {input.train} {params.heldout} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} {params.bpe} "
         "--out-dir results/models/{wildcards.system} --threads {threads} > {log} 2>&1"

@@ -16,6 +16,8 @@ from rnnmt.models.encoders import Encoded
 class AdditiveAttention(nn.Module):
     """e_ij = v_aᵀ tanh(W_a s_{i-1} + U_a h_j), softmax over real source positions; no biases (§1.3)."""
 
+    static = False  # the context depends on the decoder state
+
     def __init__(self, query_size: int, key_size: int, hidden: int) -> None:
         super().__init__()
         self.W_a = nn.Linear(query_size, hidden, bias=False)
@@ -35,6 +37,8 @@ class AdditiveAttention(nn.Module):
 
 class NoAttention(nn.Module):
     """RNNencdec: the context is the encoder summary c at every step; its 'weight' is 1 on it."""
+
+    static = True
 
     def __init__(self, query_size: int, key_size: int, hidden: int) -> None:
         super().__init__()

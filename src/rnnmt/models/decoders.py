@@ -60,13 +60,16 @@ class BahdanauDecoder(nn.Module):
         s = self.init_state(enc)
         y_emb = self.embed(tgt)
         x_proj = self.gru.project_inputs(y_emb)
+        # RNNencdec's context is the same at every step, so its projection C·c is hoisted out of the loop.
+        fixed_c_proj = self.gru.project_context(keys) if self.attention.static else None
         states, contexts, alphas = [], [], []
         for t in range(tgt.shape[1]):
             c, alpha = self.attention(s, keys, enc)
             states.append(s)
             contexts.append(c)
             alphas.append(alpha)
-            s = self.gru.step(x_proj[:, t] + self.gru.project_context(c), s)
+            c_proj = fixed_c_proj if fixed_c_proj is not None else self.gru.project_context(c)
+            s = self.gru.step(x_proj[:, t] + c_proj, s)
         e_prev = torch.cat([torch.zeros_like(y_emb[:, :1]), y_emb[:, :-1]], dim=1)
         logits = self.readout(torch.stack(states, 1), e_prev, torch.stack(contexts, 1))
         return logits, torch.stack(alphas, 1)
