@@ -19,12 +19,14 @@ from rnnmt.text.tokenize import detokenize_lines, tokenize_lines
 from rnnmt.train.batching import pad_with_eos
 
 
-def source_ids(tm: TrainedModel, line: str) -> torch.Tensor:
-    """Whitespace-tokenized text -> source ids (BPE-segmented first when the model uses BPE)."""
+def units(line: str, bpe: BpeSegmenter | None) -> list[str]:
+    """The model's input symbols for whitespace-tokenized text: the tokens, or their BPE units."""
     tokens = line.split()
-    if tm.src_bpe is not None:
-        tokens = tm.src_bpe.segment(tokens)
-    return torch.tensor(tm.src_vocab.encode(tokens), dtype=torch.long)
+    return bpe.segment(tokens) if bpe is not None else tokens
+
+
+def source_ids(tm: TrainedModel, line: str) -> torch.Tensor:
+    return torch.tensor(tm.src_vocab.encode(units(line, tm.src_bpe)), dtype=torch.long)
 
 
 def target_text(tm: TrainedModel, hyp: Hypothesis) -> str:

@@ -7,7 +7,7 @@ import random
 
 import torch
 
-from rnnmt.decode.translate import source_ids, translate_lines
+from rnnmt.decode.translate import translate_lines, units
 from rnnmt.errors import UserError
 from rnnmt.evaluate.bleu import detokenize
 from rnnmt.evaluate.score import read_ids
@@ -29,24 +29,18 @@ def pick_samples(lines: list[str], candidates: list[int], k: int, min_len: int, 
 
 
 @torch.no_grad()
-def attention_matrix(tm: TrainedModel, source: str, translation: str, device: torch.device) -> list[list[float]]:
-    """α of the model force-decoding its own translation: one row per target token, EOS row included."""
-    src, src_mask = pad_with_eos([source_ids(tm, source)])
-    tgt, _ = pad_with_eos([torch.tensor(tm.tgt_vocab.encode(translation.split()), dtype=torch.long)])
-    _, alpha = tm.model(src.to(device), src_mask.to(device), tgt.to(device))
-    return alpha[0].cpu().tolist()
-
-
 def panel(tm: TrainedModel, source: str, translation: str, device: torch.device) -> dict:
-    """One heat map: tokens (unescaped for display) with <end> on both axes, and the weights."""
-    def label(text: str, lang: str) -> list[str]:
-        return [detokenize(t, lang) for t in text.split()] + [EOS_LABEL]
-
+    """α of the model force-decoding its own translation (one row per target symbol, EOS row and column
+    included), with the symbols unescaped for display."""
+    src_units, tgt_units = units(source, tm.src_bpe), units(translation, tm.tgt_bpe)
+    src, src_mask = pad_with_eos([torch.tensor(tm.src_vocab.encode(src_units), dtype=torch.long)])
+    tgt, _ = pad_with_eos([torch.tensor(tm.tgt_vocab.encode(tgt_units), dtype=torch.long)])
+    _, alpha = tm.model(src.to(device), src_mask.to(device), tgt.to(device))
     src_lang, tgt_lang = tm.system["pair"].split("-")
     return {
-        "source": label(source, src_lang),
-        "target": label(translation, tgt_lang),
-        "weights": attention_matrix(tm, source, translation, device),
+        "source": [detokenize(u, src_lang) for u in src_units] + [EOS_LABEL],
+        "target": [detokenize(u, tgt_lang) for u in tgt_units] + [EOS_LABEL],
+        "weights": alpha[0].cpu().tolist(),
     }
 
 
