@@ -57,7 +57,8 @@ def test_hypothesis_score_is_the_model_probability_of_its_words(tiny_model):
     for row, hyp in enumerate(beam_search(tiny_model, src, mask, beam=4)):
         assert hyp.finished
         tgt, _ = pad_with_eos([torch.tensor(hyp.tokens, dtype=torch.long)])
-        logits, _ = tiny_model(src[row : row + 1], mask[row : row + 1], tgt)
+        with torch.no_grad():
+            logits, _ = tiny_model(src[row : row + 1], mask[row : row + 1], tgt)
         logp = torch.log_softmax(logits[0], dim=-1).gather(1, tgt[0].unsqueeze(1)).sum()
         assert abs(float(logp) - hyp.logprob) < 1e-4
 

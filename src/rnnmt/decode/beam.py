@@ -61,7 +61,11 @@ def beam_search(
 def _search(
     model: Seq2Seq, src: Tensor, src_mask: Tensor, k: int, forbid_unk: bool
 ) -> tuple[list[list[Hypothesis]], list[list[Hypothesis]]]:
-    """The beam loop; returns the finished hypotheses and those alive at the length limit, per sentence."""
+    """The beam loop; returns the finished hypotheses and those alive at the length limit, per sentence.
+
+    Sentences whose beam is empty leave the computation (their rows are dropped), so a batch costs what
+    its unfinished sentences cost.
+    """
     dec = model.decoder
     batch, device = src.shape[0], src.device
     enc = model.encode(src, src_mask)
@@ -70,6 +74,7 @@ def _search(
     state = dec.init_state(enc)
     e_prev = torch.zeros(batch * k, dec.embed.weight.shape[1], device=device)
 
+    active = torch.arange(batch, device=device)  # original sentence index of each computed sentence
     src_len = src_mask.sum(dim=1)
     min_len, max_len = src_len // 2, 3 * src_len
     scores = torch.full((batch, k), NEG_INF, device=device)
@@ -79,38 +84,47 @@ def _search(
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     alive_at_limit: list[list[Hypothesis]] = [[] for _ in range(batch)]
     banned = [Vocab.PAD, Vocab.BOS] + ([Vocab.UNK] if forbid_unk else [])
+    slot_ids = torch.arange(k, device=device)
 
     for step in range(int(max_len.max())):
         logits, context, _ = dec.predict(state, e_prev, keys, enc)
         logp = torch.log_softmax(logits.float(), dim=-1)
         vocab = logp.shape[-1]
         logp[:, banned] = NEG_INF
-        too_short = (step < min_len).repeat_interleave(k)
-        logp[too_short, Vocab.EOS] = NEG_INF
+        logp[(step < min_len).repeat_interleave(k), Vocab.EOS] = NEG_INF
 
-        total = (scores.unsqueeze(-1) + logp.view(batch, k, vocab)).view(batch, -1)
+        n = len(active)
+        total = (scores.unsqueeze(-1) + logp.view(n, k, vocab)).view(n, -1)
         values, flat = total.topk(k, dim=-1)
         origin, words = flat // vocab, flat % vocab
-        chosen = (torch.arange(k, device=device) < slots.unsqueeze(1)) & torch.isfinite(values)
+        chosen = (slot_ids < slots.unsqueeze(1)) & torch.isfinite(values)
         ends = chosen & (words == Vocab.EOS)
         last_step = (step + 1 >= max_len).unsqueeze(1)
         live = chosen & ~ends & ~last_step
 
         history = torch.cat([history.gather(1, origin.unsqueeze(-1).expand_as(history)), words.unsqueeze(-1)], dim=-1)
-        _collect(ends, history[..., :-1], values, finished, done=True)
-        _collect(chosen & ~ends & last_step, history, values, alive_at_limit, done=False)
+        _collect(ends, active, history[..., :-1], values, finished, done=True)
+        _collect(chosen & ~ends & last_step, active, history, values, alive_at_limit, done=False)
         slots -= ends.sum(dim=1)
-        if not live.any():
-            break
 
+        rows = origin + torch.arange(n, device=device).unsqueeze(1) * k  # parents in the current layout
+        keep = live.any(dim=1).nonzero().squeeze(1)
+        if len(keep) == 0:
+            break
+        if len(keep) < n:
+            active, values, words, live, rows, history = (t[keep] for t in (active, values, words, live, rows, history))
+            slots, min_len, max_len = slots[keep], min_len[keep], max_len[keep]
+            kept_rows = (keep.unsqueeze(1) * k + slot_ids).view(-1)
+            enc, keys = enc.select(kept_rows), keys[kept_rows]
         scores = values.masked_fill(~live, NEG_INF)
-        rows = (origin + torch.arange(batch, device=device).unsqueeze(1) * k).view(-1)
         safe_words = words.masked_fill(~live, Vocab.EOS).view(-1)
-        state, e_prev = dec.advance(state[rows], safe_words, context[rows])
+        state, e_prev = dec.advance(state[rows.view(-1)], safe_words, context[rows.view(-1)])
     return finished, alive_at_limit
 
 
-def _collect(which: Tensor, tokens: Tensor, values: Tensor, into: list[list[Hypothesis]], done: bool) -> None:
-    """Move the hypotheses marked in `which` [B, K] into per-sentence lists (few per step)."""
-    for b, slot in which.nonzero().tolist():
-        into[b].append(Hypothesis(tokens[b, slot].tolist(), float(values[b, slot]), done))
+def _collect(
+    which: Tensor, active: Tensor, tokens: Tensor, values: Tensor, into: list[list[Hypothesis]], done: bool
+) -> None:
+    """Move the hypotheses marked in `which` [n, K] into per-sentence lists (few per step)."""
+    for row, slot in which.nonzero().tolist():
+        into[int(active[row])].append(Hypothesis(tokens[row, slot].tolist(), float(values[row, slot]), done))

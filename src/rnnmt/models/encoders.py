@@ -22,6 +22,10 @@ class Encoded:
         """Each sentence k times in a row (beam search)."""
         return Encoded(*(t.repeat_interleave(k, dim=0) for t in (self.annotations, self.mask, self.summary)))
 
+    def select(self, rows: Tensor) -> "Encoded":
+        """Only the given batch rows."""
+        return Encoded(self.annotations[rows], self.mask[rows], self.summary[rows])
+
 
 class Embedding(nn.Module):
     """Word embedding with a bias, as GroundHog's `approx_embedder` (one-hot -> m, with bias)."""
