@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from rnnmt.cli import main
@@ -26,7 +27,7 @@ def test_missing_model_is_a_clear_error(tmp_path: Path, capsys):
     assert code == 2 and "does not exist" in err
 
 
-def test_train_translate_by_hand(tiny_corpus, tmp_path: Path, capsys):
+def test_train_translate_by_hand(tiny_corpus, tmp_path: Path, capsys, monkeypatch):
     """`rnnmt train` writes model.pt and meta.json; `rnnmt translate` reads stdin-like input files."""
     import json
 
@@ -45,3 +46,7 @@ def test_train_translate_by_hand(tiny_corpus, tmp_path: Path, capsys):
     src.write_text("a b c\nd e\n")
     assert main(["translate", "--model", str(out / "model.pt"), "--input", str(src), "--output", str(tmp_path / "o.txt"), "--beam", "2", "--device", "cpu"]) == 0
     assert len((tmp_path / "o.txt").read_text().splitlines()) == 2
+    capsys.readouterr()
+    monkeypatch.setattr("sys.stdin", io.StringIO("a b c\nd e\n"))
+    assert main(["translate", "--model", str(out / "model.pt"), "--beam", "2", "--device", "cpu"]) == 0
+    assert capsys.readouterr().out.splitlines() == (tmp_path / "o.txt").read_text().splitlines()

@@ -61,11 +61,17 @@ def translate_lines(
     return out
 
 
+def stdin_lines() -> list[str]:
+    """Standard input split on "\\n" only, like files (see fileio.iter_lines)."""
+    text = sys.stdin.read()
+    return text.removesuffix("\n").split("\n") if text else []
+
+
 def translate_command(a: argparse.Namespace) -> None:
     """`rnnmt translate`: files or stdin/stdout, optional line subset, raw-text mode."""
     device = pick_device(a.device)
     tm = load_model(a.model, device)
-    lines = read_lines(a.input) if a.input else sys.stdin.read().splitlines()
+    lines = read_lines(a.input) if a.input else stdin_lines()
     if a.lines:
         lines = [lines[i] for i in read_ids(a.lines, len(lines))]
     pair = tm.system["pair"].split("-")
