@@ -17,11 +17,11 @@ from rnnmt.errors import UserError
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], None], str]] = {}
 
 
-def command(name: str, help_text: str):
-    """Register `run_<name>` with its argument builder `args_<name>`."""
+def command(name: str, help_text: str, add_arguments: Callable[[argparse.ArgumentParser], None]):
+    """Register a subcommand: its name, one-line help, argument builder and the decorated runner."""
 
     def register(run: Callable[[argparse.Namespace], None]) -> Callable[[argparse.Namespace], None]:
-        COMMANDS[name] = (globals()[f"args_{run.__name__[4:]}"], run, help_text)
+        COMMANDS[name] = (add_arguments, run, help_text)
         return run
 
     return register
@@ -46,7 +46,7 @@ def args_demo_corpus(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tgt-lang", default="fr")
 
 
-@command("demo-corpus", "generate the synthetic demo corpus (raw per-corpus files)")
+@command("demo-corpus", "generate the synthetic demo corpus (raw per-corpus files)", args_demo_corpus)
 def run_demo_corpus(a: argparse.Namespace) -> None:
     from rnnmt.data.synthetic import generate_demo_corpus
 
@@ -62,7 +62,7 @@ def args_assemble(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out-tgt", type=Path, required=True)
 
 
-@command("assemble", "concatenate and clean parallel corpora into one pair of files")
+@command("assemble", "concatenate and clean parallel corpora into one pair of files", args_assemble)
 def run_assemble(a: argparse.Namespace) -> None:
     from rnnmt.data.corpus import assemble
 
@@ -80,7 +80,7 @@ def args_tokenize(p: argparse.ArgumentParser) -> None:
     p.add_argument("--aggressive-dash-splits", action="store_true", help="like tokenizer.perl -a")
 
 
-@command("tokenize", "Moses-tokenize a file with sacremoses, sharded over --threads processes")
+@command("tokenize", "Moses-tokenize a file with sacremoses, sharded over --threads processes", args_tokenize)
 def run_tokenize(a: argparse.Namespace) -> None:
     from rnnmt.text.tokenize import tokenize_file
 
@@ -98,7 +98,7 @@ def args_select(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out-tgt", type=Path, required=True)
 
 
-@command("select", "data selection from the general pool (method none keeps every pair)")
+@command("select", "data selection from the general pool (method none keeps every pair)", args_select)
 def run_select(a: argparse.Namespace) -> None:
     from rnnmt.select.selection import select
 
@@ -111,7 +111,7 @@ def args_learn_bpe(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, required=True)
 
 
-@command("learn-bpe", "learn subword-nmt BPE merges on tokenized text")
+@command("learn-bpe", "learn subword-nmt BPE merges on tokenized text", args_learn_bpe)
 def run_learn_bpe(a: argparse.Namespace) -> None:
     from rnnmt.text.bpe import learn_bpe
 
@@ -125,7 +125,7 @@ def args_vocab(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, required=True)
 
 
-@command("vocab", "build a shortlist vocabulary of the most frequent words (or BPE units)")
+@command("vocab", "build a shortlist vocabulary of the most frequent words (or BPE units)", args_vocab)
 def run_vocab(a: argparse.Namespace) -> None:
     from rnnmt.fileio import iter_lines
     from rnnmt.text.bpe import BpeSegmenter, build_bpe_vocab
@@ -150,7 +150,7 @@ def args_binarize(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, required=True)
 
 
-@command("binarize", "encode tokenized parallel text as id tensors")
+@command("binarize", "encode tokenized parallel text as id tensors", args_binarize)
 def run_binarize(a: argparse.Namespace) -> None:
     from rnnmt.text.binarize import binarize
     from rnnmt.text.bpe import BpeSegmenter
@@ -173,7 +173,7 @@ def args_nounk_subset(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, required=True)
 
 
-@command("nounk-subset", "line numbers of test pairs with no UNK in source and reference (Table 1 'No UNK')")
+@command("nounk-subset", "line numbers of test pairs with no UNK in source and reference (Table 1 'No UNK')", args_nounk_subset)
 def run_nounk_subset(a: argparse.Namespace) -> None:
     from rnnmt.decode.unk import nounk_subset
     from rnnmt.fileio import read_lines, write_lines
@@ -201,7 +201,7 @@ def args_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto")
 
 
-@command("train", "train one system; resumes from OUT_DIR/ckpt/last.pt when it matches")
+@command("train", "train one system; resumes from OUT_DIR/ckpt/last.pt when it matches", args_train)
 def run_train(a: argparse.Namespace) -> None:
     from rnnmt.train.run import train_system
 
@@ -221,7 +221,7 @@ def args_translate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto")
 
 
-@command("translate", "beam-search translation with a trained model (stdin to stdout by default)")
+@command("translate", "beam-search translation with a trained model (stdin to stdout by default)", args_translate)
 def run_translate(a: argparse.Namespace) -> None:
     from rnnmt.decode.translate import translate_command
 
@@ -242,7 +242,7 @@ def args_align(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto")
 
 
-@command("align", "attention weights of translated sample sentences (Bahdanau Figure 3)")
+@command("align", "attention weights of translated sample sentences (Bahdanau Figure 3)", args_align)
 def run_align(a: argparse.Namespace) -> None:
     from rnnmt.evaluate.alignments import align_command
 
@@ -267,7 +267,7 @@ def args_score(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, required=True)
 
 
-@command("score", "BLEU (tokenized multi-bleu and detokenized sacreBLEU), No-UNK and length curve")
+@command("score", "BLEU (tokenized multi-bleu and detokenized sacreBLEU), No-UNK and length curve", args_score)
 def run_score(a: argparse.Namespace) -> None:
     from rnnmt.evaluate.score import score_system
     from rnnmt.fileio import write_json
@@ -287,7 +287,7 @@ def args_table(p: argparse.ArgumentParser) -> None:
     p.add_argument("--md", type=Path, required=True)
 
 
-@command("table", "render a paper table: reproduced next to published numbers")
+@command("table", "render a paper table: reproduced next to published numbers", args_table)
 def run_table(a: argparse.Namespace) -> None:
     from rnnmt.evaluate.report import table_command
 
@@ -302,7 +302,7 @@ def args_plot_length(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, required=True)
 
 
-@command("plot-length", "BLEU against sentence length (Bahdanau Figure 2)")
+@command("plot-length", "BLEU against sentence length (Bahdanau Figure 2)", args_plot_length)
 def run_plot_length(a: argparse.Namespace) -> None:
     from rnnmt.evaluate.plots import plot_length_curves
     from rnnmt.fileio import read_json
@@ -317,7 +317,7 @@ def args_plot_alignments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, required=True)
 
 
-@command("plot-alignments", "alignment heat maps (Bahdanau Figure 3)")
+@command("plot-alignments", "alignment heat maps (Bahdanau Figure 3)", args_plot_alignments)
 def run_plot_alignments(a: argparse.Namespace) -> None:
     from rnnmt.evaluate.plots import plot_alignments
     from rnnmt.fileio import read_json
@@ -330,7 +330,7 @@ def args_provenance(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, required=True)
 
 
-@command("provenance", "record config, package versions, git revision and hardware")
+@command("provenance", "record config, package versions, git revision and hardware", args_provenance)
 def run_provenance(a: argparse.Namespace) -> None:
     from rnnmt.provenance import write_provenance
 
@@ -352,7 +352,7 @@ def args_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, help="also write the JSON here")
 
 
-@command("bench", "measure training or translation speed; prints JSON")
+@command("bench", "measure training or translation speed; prints JSON", args_bench)
 def run_bench(a: argparse.Namespace) -> None:
     from rnnmt.bench import bench_command
 
