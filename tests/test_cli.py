@@ -50,3 +50,36 @@ def test_train_translate_by_hand(tiny_corpus, tmp_path: Path, capsys, monkeypatc
     monkeypatch.setattr("sys.stdin", io.StringIO("a b c\nd e\n"))
     assert main(["translate", "--model", str(out / "model.pt"), "--beam", "2", "--device", "cpu"]) == 0
     assert capsys.readouterr().out.splitlines() == (tmp_path / "o.txt").read_text().splitlines()
+
+
+def test_sigterm_to_a_training_process_checkpoints_and_the_rerun_resumes(tiny_corpus, tmp_path: Path):
+    """What Slurm pre-emption does: SIGTERM mid-training, exit 143 with a checkpoint, the re-run resumes."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import tiny_system
+
+    system = tmp_path / "system.json"
+    system.write_text(json.dumps(tiny_system(updates=100000, log_every=1, valid_every=100000, checkpoint_every=100000)))
+    out = tmp_path / "model"
+    args = [sys.executable, "-m", "rnnmt.cli", "train", "--system", str(system), "--train", str(tiny_corpus["data"]),
+            "--src-vocab", str(tiny_corpus["src_vocab"]), "--tgt-vocab", str(tiny_corpus["tgt_vocab"]),
+            "--out-dir", str(out), "--device", "cpu"]  # fmt: skip
+    log = tmp_path / "train.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen(args, stderr=f)
+        deadline = time.monotonic() + 60
+        while "update 3/" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 143
+    assert "SIGTERM received" in log.read_text()
+    assert (out / "ckpt" / "last.pt").exists() and not (out / "model.pt").exists()
+    system.write_text(json.dumps(tiny_system(updates=8)))  # a smaller budget: the re-run just finishes
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "resumed from" in done.stderr
+    assert json.loads((out / "meta.json").read_text())["updates"] >= 8
