@@ -35,21 +35,24 @@ def _optional(d: dict | None, key: str, what: str):
     return _field(d, key, what) if d else None
 
 
-def _delta(ours: float | None, published: float | None) -> float | None:
-    return None if ours is None or published is None else ours - published
+def _reader(block: dict | None, what: str):
+    """A getter for one row's reproduced or published numbers; every key reads None for an absent block."""
+    return lambda key: _optional(block, key, what)
+
+
+def _with_deltas(record: dict, deltas: Sequence[tuple[str, str, str]], demo: bool) -> dict:
+    """Add each (delta column, reproduced column, published column) difference, except at the demo scale."""
+    if not demo:
+        for delta, ours, published in deltas:
+            a, b = record[ours], record[published]
+            record[delta] = None if a is None or b is None else a - b
+    return record
 
 
 def _table1_record(row: dict, demo: bool) -> dict:
     system = _field(row, "system", "A Table 1 row")
-    scores = _field(row, "scores", f"Table 1 row {system!r}")
-    published = _field(row, "published", f"Table 1 row {system!r}")
-
-    def ours(key: str):
-        return _optional(scores, key, f"The scores of {system!r}")
-
-    def pub(key: str):
-        return _optional(published, key, f"The published numbers of {system!r}")
-
+    ours = _reader(_field(row, "scores", f"Table 1 row {system!r}"), f"The scores of {system!r}")
+    pub = _reader(_field(row, "published", f"Table 1 row {system!r}"), f"The published numbers of {system!r}")
     record = {
         "System": system,
         "BLEU All": ours("bleu_all"),
@@ -59,10 +62,8 @@ def _table1_record(row: dict, demo: bool) -> dict:
         "published All": pub("all"),
         "published No-UNK": pub("nounk"),
     }
-    if not demo:
-        record["delta All"] = _delta(record["BLEU All"], record["published All"])
-        record["delta No-UNK"] = _delta(record["BLEU No-UNK"], record["published No-UNK"])
-    return record
+    deltas = (("delta All", "BLEU All", "published All"), ("delta No-UNK", "BLEU No-UNK", "published No-UNK"))
+    return _with_deltas(record, deltas, demo)
 
 
 def _signature_notes(rows: list[dict]) -> list[str]:
@@ -105,15 +106,9 @@ def _published_updates(published: dict | None, system: str) -> int | None:
 
 def _table2_record(row: dict, demo: bool) -> dict:
     system = _field(row, "system", "A Table 2 row")
-    meta = _field(row, "meta", f"Table 2 row {system!r}")
+    ours = _reader(_field(row, "meta", f"Table 2 row {system!r}"), f"The meta.json of {system!r}")
     published = _field(row, "published", f"Table 2 row {system!r}")
-
-    def ours(key: str):
-        return _optional(meta, key, f"The meta.json of {system!r}")
-
-    def pub(key: str):
-        return _optional(published, key, f"The published statistics of {system!r}")
-
+    pub = _reader(published, f"The published statistics of {system!r}")
     wall_time_s = ours("wall_time_s")
     record = {
         "System": system,
@@ -129,10 +124,9 @@ def _table2_record(row: dict, demo: bool) -> dict:
         "published Train NLL": pub("train_nll"),
         "published Dev NLL": pub("dev_nll"),
     }
-    if not demo:
-        record["delta Train NLL"] = _delta(record["Train NLL"], record["published Train NLL"])
-        record["delta Dev NLL"] = _delta(record["Dev NLL"], record["published Dev NLL"])
-    return record
+    # No deltas for updates, epochs and hours: they are the training budget, not a result.
+    deltas = (("delta Train NLL", "Train NLL", "published Train NLL"), ("delta Dev NLL", "Dev NLL", "published Dev NLL"))
+    return _with_deltas(record, deltas, demo)
 
 
 def build_table2(rows: list[dict], *, demo: bool) -> pd.DataFrame:
