@@ -35,6 +35,22 @@ def key_value(text: str) -> tuple[str, str]:
     return name, value
 
 
+def add_vocab_arguments(p: argparse.ArgumentParser) -> None:
+    """The two vocabularies of a language pair, and their BPE codes when the vocabulary is BPE."""
+    p.add_argument("--src-vocab", type=Path, required=True)
+    p.add_argument("--tgt-vocab", type=Path, required=True)
+    p.add_argument("--src-bpe", type=Path, help="BPE codes of the source side (vocab.kind: bpe)")
+    p.add_argument("--tgt-bpe", type=Path, help="BPE codes of the target side")
+
+
+def load_vocabs(a: argparse.Namespace) -> tuple:
+    """(source vocab, target vocab, source BPE segmenter or None, target BPE segmenter or None)."""
+    from rnnmt.text.bpe import BpeSegmenter
+    from rnnmt.text.vocab import Vocab
+
+    return (Vocab.load(a.src_vocab), Vocab.load(a.tgt_vocab), *(BpeSegmenter(p) if p else None for p in (a.src_bpe, a.tgt_bpe)))
+
+
 # --- data ---------------------------------------------------------------------------------------
 
 
@@ -143,33 +159,23 @@ def run_vocab(a: argparse.Namespace) -> None:
 def args_binarize(p: argparse.ArgumentParser) -> None:
     p.add_argument("--src", type=Path, required=True)
     p.add_argument("--tgt", type=Path, required=True)
-    p.add_argument("--src-vocab", type=Path, required=True)
-    p.add_argument("--tgt-vocab", type=Path, required=True)
-    p.add_argument("--src-bpe", type=Path)
-    p.add_argument("--tgt-bpe", type=Path)
+    add_vocab_arguments(p)
     p.add_argument("--output", type=Path, required=True)
 
 
 @command("binarize", "encode tokenized parallel text as id tensors", args_binarize)
 def run_binarize(a: argparse.Namespace) -> None:
     from rnnmt.text.binarize import binarize
-    from rnnmt.text.bpe import BpeSegmenter
-    from rnnmt.text.vocab import Vocab
 
-    segs = [BpeSegmenter(p) if p else None for p in (a.src_bpe, a.tgt_bpe)]
-    stats = binarize(
-        a.src, a.tgt, Vocab.load(a.src_vocab), Vocab.load(a.tgt_vocab), a.output, src_segmenter=segs[0], tgt_segmenter=segs[1]
-    )
+    src_vocab, tgt_vocab, src_bpe, tgt_bpe = load_vocabs(a)
+    stats = binarize(a.src, a.tgt, src_vocab, tgt_vocab, a.output, src_segmenter=src_bpe, tgt_segmenter=tgt_bpe)
     print(json.dumps(stats, indent=2))
 
 
 def args_nounk_subset(p: argparse.ArgumentParser) -> None:
     p.add_argument("--src", type=Path, required=True, help="tokenized test source")
     p.add_argument("--ref", type=Path, required=True, help="tokenized test reference")
-    p.add_argument("--src-vocab", type=Path, required=True)
-    p.add_argument("--tgt-vocab", type=Path, required=True)
-    p.add_argument("--src-bpe", type=Path)
-    p.add_argument("--tgt-bpe", type=Path)
+    add_vocab_arguments(p)
     p.add_argument("--output", type=Path, required=True)
 
 
@@ -177,11 +183,8 @@ def args_nounk_subset(p: argparse.ArgumentParser) -> None:
 def run_nounk_subset(a: argparse.Namespace) -> None:
     from rnnmt.decode.unk import nounk_subset
     from rnnmt.fileio import read_lines, write_lines
-    from rnnmt.text.bpe import BpeSegmenter
-    from rnnmt.text.vocab import Vocab
 
-    segs = [BpeSegmenter(p) if p else None for p in (a.src_bpe, a.tgt_bpe)]
-    ids = nounk_subset(read_lines(a.src), read_lines(a.ref), Vocab.load(a.src_vocab), Vocab.load(a.tgt_vocab), *segs)
+    ids = nounk_subset(read_lines(a.src), read_lines(a.ref), *load_vocabs(a))
     write_lines(a.output, map(str, ids))
     print(f"{len(ids)} sentences without UNK -> {a.output}", file=sys.stderr)
 
@@ -193,10 +196,7 @@ def args_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--system", type=Path, required=True, help="resolved system config (JSON)")
     p.add_argument("--train", type=Path, required=True, help="binarized training data")
     p.add_argument("--valid", type=key_value, action="append", default=[], metavar="NAME=FILE")
-    p.add_argument("--src-vocab", type=Path, required=True)
-    p.add_argument("--tgt-vocab", type=Path, required=True)
-    p.add_argument("--src-bpe", type=Path)
-    p.add_argument("--tgt-bpe", type=Path)
+    add_vocab_arguments(p)
     p.add_argument("--out-dir", type=Path, required=True)
     p.add_argument("--device", default="auto")
 
