@@ -5,7 +5,7 @@ import math
 import pytest
 
 from rnnmt.errors import UserError
-from rnnmt.evaluate.bleu import detokenize, detokenized_bleu, tokenized_bleu
+from rnnmt.evaluate.bleu import detokenized_bleu, tokenized_bleu
 
 
 def test_identical_text_scores_100():
@@ -48,11 +48,6 @@ def test_bad_input_is_a_user_error(hyps, refs):
         tokenized_bleu(hyps, refs)
     with pytest.raises(UserError):
         detokenized_bleu(hyps, refs, "en")
-
-
-def test_detokenize_unescapes_moses_entities():
-    assert detokenize("It &apos;s &quot; fine &quot; .", "en") == "It's \"fine\"."
-    assert detokenize("l&apos; homme est là .", "fr") == "l'homme est là."
 
 
 def test_detokenized_bleu_scores_against_raw_text_with_13a_signature():

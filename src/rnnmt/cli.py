@@ -1,7 +1,7 @@
 """`rnnmt <command>`: one entry point, one subcommand per pipeline stage.
 
-Imports of torch and the heavier modules happen inside the commands, so that `rnnmt --help` is quick and
-tokenizer worker processes do not pay for them.
+The stage modules are imported inside the commands, so that tokenizer worker processes, which import
+this module again, do not pay for them.
 """
 
 from __future__ import annotations
@@ -25,6 +25,14 @@ def command(name: str, help_text: str, add_arguments: Callable[[argparse.Argumen
         return run
 
     return register
+
+
+def positive(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
 
 
 def key_value(text: str) -> tuple[str, str]:
@@ -123,7 +131,7 @@ def run_select(a: argparse.Namespace) -> None:
 
 def args_learn_bpe(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", type=Path, required=True)
-    p.add_argument("--merges", type=int, required=True)
+    p.add_argument("--merges", type=positive, required=True)
     p.add_argument("--output", type=Path, required=True)
 
 
@@ -136,7 +144,7 @@ def run_learn_bpe(a: argparse.Namespace) -> None:
 
 def args_vocab(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", type=Path, required=True, help="tokenized training text")
-    p.add_argument("--size", type=int, required=True, help="shortlist size (words, specials not counted)")
+    p.add_argument("--size", type=positive, required=True, help="shortlist size (words, specials not counted)")
     p.add_argument("--bpe", type=Path, help="BPE codes: build the vocabulary over subword units")
     p.add_argument("--output", type=Path, required=True)
 
@@ -214,10 +222,10 @@ def args_translate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, help="default: stdout")
     p.add_argument("--lines", type=Path, help="translate only these 0-based line numbers (a file of integers)")
     p.add_argument("--raw", action="store_true", help="tokenize the input and detokenize the output")
-    p.add_argument("--beam", type=int, default=10)
+    p.add_argument("--beam", type=positive, default=10)
     p.add_argument("--normalize", action="store_true", help="rank by log-probability per word")
     p.add_argument("--no-unk", action="store_true", help="never emit UNK (falls back when nothing finishes)")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batch-size", type=positive, default=32)
     p.add_argument("--device", default="auto")
 
 
@@ -233,11 +241,11 @@ def args_align(p: argparse.ArgumentParser) -> None:
     p.add_argument("--test-src", type=Path, required=True, help="tokenized test source")
     p.add_argument("--nounk-ids", type=Path, required=True)
     p.add_argument("--fixed", action="append", default=[], help="a raw source sentence to include (repeatable)")
-    p.add_argument("--random", type=int, default=3)
-    p.add_argument("--min-length", type=int, default=10)
-    p.add_argument("--max-length", type=int, default=20)
+    p.add_argument("--random", type=int, default=3, help="how many random No-UNK test sentences")
+    p.add_argument("--min-length", type=positive, default=10)
+    p.add_argument("--max-length", type=positive, default=20)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--beam", type=int, default=10)
+    p.add_argument("--beam", type=positive, default=10)
     p.add_argument("--output", type=Path, required=True)
     p.add_argument("--device", default="auto")
 
@@ -260,9 +268,9 @@ def args_score(p: argparse.ArgumentParser) -> None:
     p.add_argument("--refs-raw", type=Path, required=True)
     p.add_argument("--src-tok", type=Path, required=True)
     p.add_argument("--lang", required=True)
-    p.add_argument("--window", type=int, default=10)
-    p.add_argument("--max-length", type=int, default=60)
-    p.add_argument("--threshold", type=int, default=30)
+    p.add_argument("--window", type=positive, default=10)
+    p.add_argument("--max-length", type=positive, default=60)
+    p.add_argument("--threshold", type=positive, default=30)
     p.add_argument("--length-by", choices=["source", "reference"], default="source")
     p.add_argument("--output", type=Path, required=True)
 
@@ -345,9 +353,9 @@ def args_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tgt-vocab", type=Path, help="train: target vocabulary")
     p.add_argument("--model", type=Path, help="translate: a trained model")
     p.add_argument("--input", type=Path, help="translate: tokenized source sentences")
-    p.add_argument("--steps", type=int, default=20, help="updates (train) or batches (translate) to time")
-    p.add_argument("--beam", type=int, default=10)
-    p.add_argument("--batch-size", type=int, default=32, help="translate: sentences per batch")
+    p.add_argument("--steps", type=positive, default=20, help="updates (train) or batches (translate) to time")
+    p.add_argument("--beam", type=positive, default=10)
+    p.add_argument("--batch-size", type=positive, default=32, help="translate: sentences per batch")
     p.add_argument("--device", default="auto")
     p.add_argument("--output", type=Path, help="also write the JSON here")
 
@@ -368,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (add_args, run, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         add_args(p)
-        p.add_argument("--threads", type=int, default=1, help="torch threads / worker processes (default 1)")
+        p.add_argument("--threads", type=positive, default=1, help="torch threads / worker processes (default 1)")
         p.set_defaults(run=run)
     return parser
 

@@ -62,6 +62,22 @@ def read_lines(path: str | os.PathLike) -> list[str]:
     return list(iter_lines(path))
 
 
+def read_ids(path: Path, n_lines: int) -> list[int]:
+    """Read 0-based, distinct line indices below `n_lines`, one per line."""
+    ids = []
+    for lineno, text in enumerate(read_lines(path), start=1):
+        try:
+            i = int(text)
+        except ValueError:
+            raise UserError(f"{path}:{lineno}: expected a 0-based line index, got {text!r}.") from None
+        if not 0 <= i < n_lines:
+            raise UserError(f"{path}:{lineno}: line index {i} is outside the test set of {n_lines} lines.")
+        ids.append(i)
+    if len(set(ids)) != len(ids):
+        raise UserError(f"{path}: line indices must be distinct.")
+    return ids
+
+
 def write_json(path: str | os.PathLike, obj: Any) -> None:
     """Write JSON atomically, pretty-printed with sorted keys."""
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:

@@ -21,9 +21,13 @@ def pick_device(name: str) -> torch.device:
     """'auto' takes CUDA when available, else the CPU; 'cuda' without a GPU is an error."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise UserError(f"--device {name!r} is not a device; expected auto, cpu, cuda or cuda:N.") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
         raise UserError(f"--device {name} was asked for but no CUDA device is available; use --device cpu or auto.")
-    return torch.device(name)
+    return device
 
 
 def log(message: str) -> None:

@@ -29,7 +29,8 @@ class Hypothesis:
     finished: bool
 
     def score(self, normalize: bool) -> float:
-        return self.logprob / (len(self.tokens) + 1) if normalize else self.logprob
+        """Summed log-probability, or per symbol (EOS counted when it was produced)."""
+        return self.logprob / (len(self.tokens) + self.finished) if normalize else self.logprob
 
 
 def _best(hyps: list[Hypothesis], normalize: bool) -> Hypothesis | None:

@@ -10,19 +10,12 @@ from collections.abc import Sequence
 import torch
 
 from rnnmt.decode.beam import Hypothesis, beam_search
-from rnnmt.evaluate.score import read_ids
-from rnnmt.fileio import read_lines, write_lines
+from rnnmt.fileio import read_ids, read_lines, write_lines
 from rnnmt.models.artifact import TrainedModel, load_model
 from rnnmt.runtime import log, pick_device
-from rnnmt.text.bpe import BpeSegmenter
+from rnnmt.text.bpe import BpeSegmenter, units
 from rnnmt.text.tokenize import detokenize_lines, tokenize_lines
 from rnnmt.train.batching import pad_with_eos
-
-
-def units(line: str, bpe: BpeSegmenter | None) -> list[str]:
-    """The model's input symbols for whitespace-tokenized text: the tokens, or their BPE units."""
-    tokens = line.split()
-    return bpe.segment(tokens) if bpe is not None else tokens
 
 
 def source_ids(tm: TrainedModel, line: str) -> torch.Tensor:

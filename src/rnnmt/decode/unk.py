@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rnnmt.errors import UserError
-from rnnmt.text.bpe import BpeSegmenter
+from rnnmt.text.bpe import BpeSegmenter, units
 from rnnmt.text.vocab import Vocab
 
 
@@ -20,10 +20,6 @@ def nounk_subset(
     """0-based indices of the pairs whose every source token and every reference token is in vocabulary."""
     if len(src_lines) != len(ref_lines):
         raise UserError(f"the test source has {len(src_lines)} lines but the reference has {len(ref_lines)}; expected equal counts.")
-
-    def units(line: str, seg: BpeSegmenter | None) -> list[str]:
-        tokens = line.split()
-        return seg.segment(tokens) if seg is not None else tokens
 
     return [
         i

@@ -7,14 +7,13 @@ import random
 
 import torch
 
-from rnnmt.decode.translate import translate_lines, units
+from rnnmt.decode.translate import translate_lines
 from rnnmt.errors import UserError
-from rnnmt.evaluate.bleu import detokenize
-from rnnmt.evaluate.score import read_ids
-from rnnmt.fileio import read_lines, write_json
+from rnnmt.fileio import read_ids, read_lines, write_json
 from rnnmt.models.artifact import TrainedModel, load_model
 from rnnmt.runtime import pick_device
-from rnnmt.text.tokenize import tokenize_lines
+from rnnmt.text.bpe import units
+from rnnmt.text.tokenize import detokenize_lines, tokenize_lines
 from rnnmt.train.batching import pad_with_eos
 
 EOS_LABEL = "<end>"  # as on the axes of the paper's Figure 3
@@ -38,8 +37,8 @@ def panel(tm: TrainedModel, source: str, translation: str, device: torch.device)
     _, alpha = tm.model(src.to(device), src_mask.to(device), tgt.to(device))
     src_lang, tgt_lang = tm.system["pair"].split("-")
     return {
-        "source": [detokenize(u, src_lang) for u in src_units] + [EOS_LABEL],
-        "target": [detokenize(u, tgt_lang) for u in tgt_units] + [EOS_LABEL],
+        "source": detokenize_lines(src_units, src_lang) + [EOS_LABEL],
+        "target": detokenize_lines(tgt_units, tgt_lang) + [EOS_LABEL],
         "weights": alpha[0].cpu().tolist(),
     }
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 
 import sacrebleu
 from sacrebleu.metrics import BLEU
-from sacremoses import MosesDetokenizer
 
 from rnnmt.errors import UserError
+from rnnmt.text.tokenize import detokenize_lines
 
 
 def check_parallel(hyps: list[str], refs: list[str]) -> None:
@@ -28,19 +27,9 @@ def tokenized_bleu(hyps: list[str], refs: list[str]) -> float:
     return sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", smooth_method="none", force=True).score
 
 
-@functools.lru_cache(maxsize=None)
-def _detokenizer(lang: str) -> MosesDetokenizer:
-    return MosesDetokenizer(lang)
-
-
-def detokenize(line: str, lang: str) -> str:
-    """Moses-detokenize one tokenized line, unescaping &apos; &quot; etc."""
-    return _detokenizer(lang).detokenize(line.split(), unescape=True)
-
-
 def detokenized_bleu(hyps_tok: list[str], refs_raw: list[str], lang: str) -> tuple[float, str]:
     """sacreBLEU with its defaults (13a) on detokenized hypotheses vs raw references; returns (score, signature)."""
     check_parallel(hyps_tok, refs_raw)
     metric = BLEU()
-    score = metric.corpus_score([detokenize(h, lang) for h in hyps_tok], [refs_raw]).score
+    score = metric.corpus_score(detokenize_lines(hyps_tok, lang), [refs_raw]).score
     return score, str(metric.get_signature())

@@ -7,7 +7,7 @@ from pathlib import Path
 from rnnmt.errors import UserError
 from rnnmt.evaluate.bleu import detokenized_bleu, tokenized_bleu
 from rnnmt.evaluate.length import length_curve, split_bleu
-from rnnmt.fileio import read_lines
+from rnnmt.fileio import read_ids, read_lines
 
 LENGTH_BY = ("source", "reference")
 
@@ -16,22 +16,6 @@ def _check_same_count(files: list[tuple[Path, list]]) -> None:
     if len({len(lines) for _, lines in files}) > 1:
         listing = ", ".join(f"{path} has {len(lines)}" for path, lines in files)
         raise UserError(f"These files must have the same number of lines: {listing}.")
-
-
-def read_ids(path: Path, n_lines: int) -> list[int]:
-    """Read 0-based, distinct line indices below `n_lines`, one per line."""
-    ids = []
-    for lineno, text in enumerate(read_lines(path), start=1):
-        try:
-            i = int(text)
-        except ValueError:
-            raise UserError(f"{path}:{lineno}: expected a 0-based line index, got {text!r}.") from None
-        if not 0 <= i < n_lines:
-            raise UserError(f"{path}:{lineno}: line index {i} is outside the test set of {n_lines} lines.")
-        ids.append(i)
-    if len(set(ids)) != len(ids):
-        raise UserError(f"{path}: line indices must be distinct.")
-    return ids
 
 
 def _lengths(src_tok: list[str], refs_tok: list[str], length_by: str) -> list[int]:

@@ -70,3 +70,9 @@ class BpeSegmenter:
 def build_bpe_vocab(segmented_lines: Iterable[str], size: int) -> Vocab:
     """A shortlist over subword units; with enough merges it leaves few or no UNKs."""
     return build_shortlist(segmented_lines, size, kind="bpe")
+
+
+def units(line: str, bpe: BpeSegmenter | None) -> list[str]:
+    """A model's symbols for whitespace-tokenized text: the tokens, or their BPE units."""
+    tokens = line.split()
+    return bpe.segment(tokens) if bpe is not None else tokens

@@ -46,6 +46,8 @@ class TrainState:
     best_dev: float = float("inf")
     best_update: int = 0
     bad_validations: int = 0
+    train_nll: float | None = None  # NLL/sentence over the last logged window
+    stopped: str | None = None  # why training ended ("budget" or "early_stopping"); None while running
     history: list[dict[str, float]] = field(default_factory=list)
 
 
@@ -72,7 +74,7 @@ def _loss(per_sentence: torch.Tensor, batch: Batch, kind: str) -> torch.Tensor:
 
 
 class Trainer:
-    """Trains one system and writes model.pt + meta.json; checkpoints go to out_dir/ckpt/last.pt."""
+    """Trains one system; checkpoints go to out_dir/ckpt/ (last.pt, and best.pt with early stopping)."""
 
     def __init__(
         self,
@@ -101,9 +103,10 @@ class Trainer:
         self.stop = StopFlag()
 
     def resume(self) -> None:
-        """Continue from a matching checkpoint, if any."""
+        """Continue from a matching checkpoint, if any; a stale one takes its best.pt with it."""
         saved = checkpoint.load_matching(self.ckpt_path, self.fingerprint, log)
         if saved is None:
+            self.best_path.unlink(missing_ok=True)
             return
         self.model.load_state_dict(saved["model"])
         self.optimizer.load_state_dict(saved["optimizer"])
@@ -149,7 +152,7 @@ class Trainer:
         return patience is not None and s.bad_validations >= patience
 
     def run(self) -> dict[str, Any]:
-        """Train to the update budget (or early stop) and write model.pt and meta.json."""
+        """Train to the update budget (or early stop) and return the meta data for meta.json."""
         self.stop.install()
         self.resume()
         budget, s = self.cfg["updates"], self.state
@@ -158,10 +161,10 @@ class Trainer:
             f"{self.stream.pairs:,} pairs within max_len={self.cfg['max_len']}, device {self.device}, "
             f"threads {torch.get_num_threads()}, updates {s.update}->{budget}"
         )
+        if s.stopped == "early_stopping":
+            log(f"the checkpoint had already stopped early at update {s.update}")
         window = {"nll": 0.0, "sents": 0, "tokens": 0, "time": 0.0}
-        recent_train_nll = float("nan")
-        stopped = "budget"
-        while s.update < budget:
+        while s.update < budget and s.stopped != "early_stopping":
             t0 = time.perf_counter()
             nll, sents, tokens = self.step(s.update)
             dt = time.perf_counter() - t0
@@ -170,29 +173,30 @@ class Trainer:
             for key, value in (("nll", nll), ("sents", sents), ("tokens", tokens), ("time", dt)):
                 window[key] += value
             if s.update % self.cfg["log_every"] == 0 or s.update == budget:
-                recent_train_nll = window["nll"] / window["sents"]
+                s.train_nll = window["nll"] / window["sents"]
                 eta = (budget - s.update) * window["time"] / max(1, window["sents"]) * self.cfg["batch_size"]
                 log(
                     f"update {s.update}/{budget} | epoch {self.stream.epochs(s.update):.2f} | "
-                    f"NLL/sent {recent_train_nll:.2f} | NLL/tok {window['nll'] / window['tokens']:.3f} | "
+                    f"NLL/sent {s.train_nll:.2f} | NLL/tok {window['nll'] / window['tokens']:.3f} | "
                     f"{window['tokens'] / window['time']:,.0f} tgt tok/s | ETA {format_duration(eta)}"
                 )
                 window = {"nll": 0.0, "sents": 0, "tokens": 0, "time": 0.0}
             if s.update % self.cfg["valid_every"] == 0 and self.validate():
-                stopped = "early_stopping"
-                break
+                s.stopped = "early_stopping"
             if self.stop.raised:
                 self.save_checkpoint()
                 raise TrainingInterrupted(f"SIGTERM received; checkpoint at update {s.update} written to {self.ckpt_path}")
             if s.update % self.cfg["checkpoint_every"] == 0:
                 self.save_checkpoint()
+        s.stopped = s.stopped or "budget"
         self.save_checkpoint()
-        return self.finish(stopped, recent_train_nll)
+        return self.finish()
 
-    def finish(self, stopped: str, train_nll: float) -> dict[str, Any]:
+    def finish(self) -> dict[str, Any]:
         """Final held-out cost; with early stopping the best weights become the model."""
-        if self.cfg.get("patience") is not None and self.best_path.exists():
-            self.model.load_state_dict(torch.load(self.best_path, map_location=self.device)["model"])
+        best = checkpoint.load_matching(self.best_path, self.fingerprint, log) if self.cfg.get("patience") is not None else None
+        if best is not None:
+            self.model.load_state_dict(best["model"])
         dev = {name: heldout_cost(self.model, data, self.device) for name, data in self.valid.items()}
         s = self.state
         meta = {
@@ -201,10 +205,10 @@ class Trainer:
             "updates": s.update,
             "epochs": self.stream.epochs(s.update),
             "wall_time_s": s.wall_time_s,
-            "train_nll": train_nll,
+            "train_nll": s.train_nll,
             "dev_nll": next(iter(dev.values()), None),
             "heldout_nll": dev,
-            "stopped": stopped,
+            "stopped": s.stopped,
             "best_update": s.best_update,
             "history": s.history,
             "parameters": count_parameters(self.model),

@@ -11,6 +11,7 @@ from rnnmt.fileio import read_json, sha256_file, write_json
 from rnnmt.models.artifact import save_model
 from rnnmt.runtime import log, pick_device
 from rnnmt.text.binarize import ParallelData
+from rnnmt.text.bpe import BpeSegmenter
 from rnnmt.text.vocab import Vocab
 from rnnmt.train.loop import Trainer, TrainingInterrupted
 
@@ -27,18 +28,38 @@ def read_system(path: Path) -> dict:
     return system
 
 
+def load_data(path: Path, src_vocab: Vocab, tgt_vocab: Vocab) -> ParallelData:
+    """Binarized data, checked to have been made with these vocabularies."""
+    data = ParallelData.load(path)
+    made_with = (data.meta.get("src_vocab_size"), data.meta.get("tgt_vocab_size"))
+    if made_with != (len(src_vocab), len(tgt_vocab)):
+        raise UserError(
+            f"{path} was binarized with vocabularies of {made_with[0]}/{made_with[1]} symbols, but the given "
+            f"vocabularies have {len(src_vocab)}/{len(tgt_vocab)}; binarize again with the same vocabularies."
+        )
+    return data
+
+
+def read_codes(path: Path | None) -> str | None:
+    """BPE codes to embed in the model file, read (and checked) before training starts."""
+    if path is None:
+        return None
+    BpeSegmenter(path)
+    return path.read_text(encoding="utf-8")
+
+
 def train_system(a: argparse.Namespace) -> None:
-    """Train from CLI arguments; a SIGTERM leaves a checkpoint and exits with status 143."""
+    """Train from CLI arguments and write model.pt and meta.json; SIGTERM leaves a checkpoint, exit 143."""
     system = read_system(a.system)
     device = pick_device(a.device)
-    inputs = {"train": a.train, "src_vocab": a.src_vocab, "tgt_vocab": a.tgt_vocab}
-    inputs.update({f"valid:{name}": Path(path) for name, path in a.valid})
-    data_sha = {name: sha256_file(path) for name, path in inputs.items() if Path(path).exists()}
+    codes = {"src": read_codes(a.src_bpe), "tgt": read_codes(a.tgt_bpe)}
     src_vocab, tgt_vocab = Vocab.load(a.src_vocab), Vocab.load(a.tgt_vocab)
+    # Held-out sets only report progress, so they stay out of the checkpoint fingerprint.
+    data_sha = {name: sha256_file(path) for name, path in (("train", a.train), ("src_vocab", a.src_vocab), ("tgt_vocab", a.tgt_vocab))}
     trainer = Trainer(
         system,
-        ParallelData.load(a.train),
-        {name: ParallelData.load(Path(path)) for name, path in a.valid},
+        load_data(a.train, src_vocab, tgt_vocab),
+        {name: load_data(Path(path), src_vocab, tgt_vocab) for name, path in a.valid},
         src_vocab,
         tgt_vocab,
         a.out_dir,
@@ -50,7 +71,6 @@ def train_system(a: argparse.Namespace) -> None:
     except TrainingInterrupted as exc:
         log(str(exc))
         sys.exit(143)
-    codes = {side: Path(p).read_text(encoding="utf-8") if p else None for side, p in (("src", a.src_bpe), ("tgt", a.tgt_bpe))}
     save_model(a.out_dir / "model.pt", trainer.model, system, src_vocab, tgt_vocab, codes)
     write_json(a.out_dir / "meta.json", meta)
     log(f"wrote {a.out_dir / 'model.pt'} after {meta['updates']} updates; dev NLL/sent {meta['dev_nll']}")
