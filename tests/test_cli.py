@@ -83,3 +83,28 @@ def test_sigterm_to_a_training_process_checkpoints_and_the_rerun_resumes(tiny_co
     assert done.returncode == 0, done.stderr
     assert "resumed from" in done.stderr
     assert json.loads((out / "meta.json").read_text())["updates"] >= 8
+
+
+def test_bad_device_and_sizes_are_one_line_errors(tmp_path: Path, capsys):
+    import pytest
+
+    assert main(["translate", "--model", str(tmp_path / "m.pt"), "--device", "gpu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--device 'gpu' is not a device" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["translate", "--model", str(tmp_path / "m.pt"), "--beam", "0"])
+    assert exc.value.code == 2 and "expected a positive integer" in capsys.readouterr().err
+
+
+def test_data_binarized_with_other_vocabularies_is_refused(tiny_corpus, tmp_path: Path, capsys):
+    import json
+
+    from conftest import tiny_system
+    from rnnmt.text.vocab import build_shortlist
+
+    build_shortlist(["x y z"], 10).save(tmp_path / "other.json")
+    system = tmp_path / "system.json"
+    system.write_text(json.dumps(tiny_system(updates=2)))
+    code = main(["train", "--system", str(system), "--train", str(tiny_corpus["data"]), "--src-vocab", str(tmp_path / "other.json"),
+                 "--tgt-vocab", str(tiny_corpus["tgt_vocab"]), "--out-dir", str(tmp_path / "m"), "--device", "cpu"])  # fmt: skip
+    assert code == 2 and "binarize again with the same vocabularies" in capsys.readouterr().err

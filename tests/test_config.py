@@ -33,6 +33,11 @@ def test_shipped_config_is_valid_and_defaults_are_filled():
         (lambda c: c["systems"]["rnnsearch-50"]["model"].update(attention="dot-product"), "systems.rnnsearch-50.model.attention"),
         (lambda c: c.update(scale="huge"), "scale 'huge' is not one of the presets"),
         (lambda c: c["systems"]["rnnsearch-30"].update(pair="en-xx"), "systems.rnnsearch-30.pair 'en-xx'"),
+        (lambda c: c["figures"]["bahdanau2014_fig2"].update(table="table9"), "figures.bahdanau2014_fig2.table 'table9'"),
+        (lambda c: c["figures"]["bahdanau2014_fig3"].update(system="rnnsearch-5O"), "figures.bahdanau2014_fig3.system"),
+        (lambda c: c["tables"]["bahdanau2014_table1"]["check"].update(search="rnnsearch50"), "check.search 'rnnsearch50'"),
+        (lambda c: c["scales"]["demo"]["vocab"].pop("size"), "'size' is a required property"),
+        (lambda c: c.update(scale="paper"), "selects data with 'axelrod'"),
     ],
 )
 def test_mistakes_are_one_line_naming_the_key(edit, expected):
@@ -56,3 +61,18 @@ def test_system_config_merges_scale_system_and_overrides():
     assert "rnnsearch-50star" in cfg.active_systems(c)
     c["scale"] = "demo"
     assert "rnnsearch-50star" not in cfg.active_systems(c)
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that rejects a key given twice in one mapping (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+        duplicates = {k for k in keys if keys.count(k) > 1}
+        assert not duplicates, f"duplicate keys {duplicates} at line {node.start_mark.line + 1}"
+        return super().construct_mapping(node, deep)
+
+
+@pytest.mark.parametrize("path", ["config.yaml", "workflow/schemas/config.schema.yaml", "tests/config/tiny.yaml"])
+def test_no_key_is_given_twice(path):
+    yaml.load((ROOT / path).read_text(), Loader=UniqueKeyLoader)

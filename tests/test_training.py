@@ -111,3 +111,26 @@ def test_sigterm_handler_sets_the_flag():
         assert flag.raised
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_rerun_at_the_budget_keeps_the_statistics(tiny_corpus, tmp_path):
+    first = make_trainer(tiny_corpus, tmp_path, updates=4).run()
+    again = make_trainer(tiny_corpus, tmp_path, updates=4).run()
+    assert again["train_nll"] == first["train_nll"] and again["updates"] == 4
+
+
+def test_an_early_stop_is_final_when_resumed(tiny_corpus, tmp_path):
+    # lr 0 never improves the dev cost, so patience 1 stops at the second validation (update 6).
+    stopped = make_trainer(tiny_corpus, tmp_path, updates=30, patience=1, optimizer={"name": "sgd", "lr": 1e-12}).run()
+    assert stopped["stopped"] == "early_stopping" and stopped["updates"] == 6
+    again = make_trainer(tiny_corpus, tmp_path, updates=30, patience=1, optimizer={"name": "sgd", "lr": 1e-12}).run()
+    assert again["updates"] == 6
+
+
+def test_stale_checkpoint_takes_its_best_weights_with_it(tiny_corpus, tmp_path):
+    make_trainer(tiny_corpus, tmp_path, updates=3, patience=2).run()
+    assert (tmp_path / "ckpt" / "best.pt").exists()
+    other = make_trainer(tiny_corpus, tmp_path, updates=2, patience=2, clip_norm=5.0)
+    other.run()
+    assert other.state.best_update == 0  # no validation yet: the old best.pt was not used
+    assert not (tmp_path / "ckpt" / "best.pt").exists()

@@ -59,7 +59,18 @@ def _check_references(config: dict[str, Any]) -> None:
         for scale in system.get("scales", []):
             if scale not in config["scales"]:
                 raise UserError(f"config: systems.{name}.scales names '{scale}', which is not a preset in 'scales'.")
+    figures = config["figures"]
+    if "bahdanau2014_fig2" in figures and figures["bahdanau2014_fig2"]["table"] not in config["tables"]:
+        raise UserError(f"config: figures.bahdanau2014_fig2.table '{figures['bahdanau2014_fig2']['table']}' is not under 'tables'.")
+    if "bahdanau2014_fig3" in figures and figures["bahdanau2014_fig3"]["system"] not in config["systems"]:
+        raise UserError(f"config: figures.bahdanau2014_fig3.system '{figures['bahdanau2014_fig3']['system']}' is not under 'systems'.")
+    method = config["scales"][config["scale"]]["selection"]["method"]
+    if method not in AVAILABLE_SELECTION:
+        raise UserError(f"config: scale '{config['scale']}' selects data with '{method}', which this version does not have (available: {', '.join(AVAILABLE_SELECTION)}).")
     for name, table in config["tables"].items():
+        for role, system in table.get("check", {}).items():
+            if system not in config["systems"]:
+                raise UserError(f"config: tables.{name}.check.{role} '{system}' is not under 'systems'.")
         for row in table["rows"]:
             if "system" in row and row["system"] not in config["systems"]:
                 raise UserError(f"config: tables.{name} names system '{row['system']}', which is not under 'systems'.")
@@ -107,16 +118,12 @@ def system_config(config: dict[str, Any], name: str) -> dict[str, Any]:
     missing = [f"{part}.{key}" for part, keys in REQUIRED.items() for key in keys if key not in resolved[part]]
     if missing:
         raise UserError(f"config: system '{name}' at scale '{config['scale']}' has no value for {', '.join(missing)}.")
-    return {
-        "name": name,
-        "label": system["label"],
-        "reproduces": system.get("reproduces", ""),
-        "pair": system["pair"],
-        "scale": config["scale"],
-        "seed": system.get("seed", config["seed"]),
-        **resolved,
-    }
+    # Only what training reads: a new label or description must not retrain the system.
+    return {"name": name, "pair": system["pair"], "seed": system.get("seed", config["seed"]), **resolved}
 
+
+# Axelrod selection (paper scale) is a later stage; the schema already names it.
+AVAILABLE_SELECTION = ("none",)
 
 REQUIRED = {
     "model": ("encoder", "attention", "emb", "hidden", "align_hidden", "maxout", "init"),

@@ -1,9 +1,11 @@
 # Helpers only: config validation, the active scale, path helpers and input functions.
 import json
+import re
 import sys
 
 from rnnmt import config as rnnmt_config
 from rnnmt.errors import UserError
+from rnnmt.fileio import write_json
 
 try:
     rnnmt_config.validate(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
@@ -17,7 +19,10 @@ PAIRS = sorted({config["systems"][s]["pair"] for s in SYSTEMS})
 BPE = PRESET["vocab"]["kind"] == "bpe"
 DEMO = PRESET["data"]["source"] == "synthetic"
 # How score files measure BLEU against length (Figure 2 settings; schema defaults when the figure is off).
-LENGTH_CURVE = {"window": 10, "max_length": 60, "length_by": "source", **config["figures"].get("bahdanau2014_fig2", {})}
+LENGTH_CURVE = {
+    key: config["figures"].get("bahdanau2014_fig2", {}).get(key, default)
+    for key, default in (("window", 10), ("max_length", 60), ("length_by", "source"))
+}
 # Which file a table row reads, by table kind.
 TABLE_FILES = {"bleu": "results/scores/{system}.json", "learning": "results/models/{system}/meta.json"}
 DEMO_BANNER_PLAIN = "Synthetic demo data: not comparable with the papers' numbers"
@@ -29,7 +34,8 @@ wildcard_constraints:
     src=r"[a-z]{2}",
     tgt=r"[a-z]{2}",
     split="pool|indomain|dev|test",
-    system="|".join(SYSTEMS) if SYSTEMS else "NONE",
+    system="|".join(map(re.escape, SYSTEMS)) if SYSTEMS else "NONE",
+    table="|".join(map(re.escape, config["tables"])),
     subset="all|nounk",
 
 

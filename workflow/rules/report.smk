@@ -1,10 +1,9 @@
-# Tables, figures and provenance: cheap, so they run locally and re-run when their inputs change.
+# Tables, figures and provenance (cheap: they run locally), and the alignments behind Figure 3.
 
 
 localrules:
     table,
     figure_length,
-    alignments,
     figure_alignments,
     provenance,
 
@@ -51,12 +50,15 @@ rule alignments:
         fixed=[f"--fixed={s}" for s in PRESET["figures"]["alignment_fixed"]],
         fig=config["figures"].get("bahdanau2014_fig3", {}),
         beam=config["evaluation"]["beam"],
+    threads: 1
     log:
         "results/logs/alignments/{system}.log",
+    benchmark:
+        "results/benchmarks/alignments/{system}.tsv"
     shell:
         "rnnmt align --model {input.model} --test-src {input.src} --nounk-ids {input.ids} {params.fixed:q} "
         "--random {params.fig[random]} --min-length {params.fig[min_length]} --max-length {params.fig[max_length]} "
-        "--seed {params.fig[seed]} --beam {params.beam} --output {output} > {log} 2>&1"
+        "--seed {params.fig[seed]} --beam {params.beam} --threads {threads} --output {output} > {log} 2>&1"
 
 
 rule figure_alignments:

@@ -14,7 +14,8 @@ rule system_config:
     log:
         "results/logs/system_config/{system}.log",
     run:
-        Path(output[0]).write_text(f"{params.system}\n")
+        write_json(output[0], json.loads(params.system))
+        Path(log[0]).write_text(f"wrote {output[0]}\n")
 
 
 rule train:
