@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
+
 from rnnmt.cli import main
 
 
@@ -86,8 +88,6 @@ def test_sigterm_to_a_training_process_checkpoints_and_the_rerun_resumes(tiny_co
 
 
 def test_bad_device_and_sizes_are_one_line_errors(tmp_path: Path, capsys):
-    import pytest
-
     assert main(["translate", "--model", str(tmp_path / "m.pt"), "--device", "gpu"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--device 'gpu' is not a device" in err
@@ -108,3 +108,31 @@ def test_data_binarized_with_other_vocabularies_is_refused(tiny_corpus, tmp_path
     code = main(["train", "--system", str(system), "--train", str(tiny_corpus["data"]), "--src-vocab", str(tmp_path / "other.json"),
                  "--tgt-vocab", str(tiny_corpus["tgt_vocab"]), "--out-dir", str(tmp_path / "m"), "--device", "cpu"])  # fmt: skip
     assert code == 2 and "binarize again with the same vocabularies" in capsys.readouterr().err
+
+
+def test_download_extract_and_sgm_by_hand(tmp_path: Path, capsys):
+    """The WMT data commands chained by hand: an archive from download.dir, two members, an SGM file."""
+    import hashlib
+    import io as _io
+    import tarfile
+
+    sgm = '<srcset setid="t" srclang="any">\n<doc docid="d">\n<seg id="1">  Hello   world </seg>\n</doc>\n</srcset>\n'
+    archive = tmp_path / "offline" / "dev.tgz"
+    archive.parent.mkdir()
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, text in (("dev/newstest2013-src.en.sgm", sgm), ("dev/other.txt", "x\n")):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, _io.BytesIO(data))
+    digest = hashlib.md5(archive.read_bytes()).hexdigest()
+    out = tmp_path / "dl" / "dev.tgz"
+    assert main(["download", "--url", "http://www.statmt.org/wmt14/dev.tgz", "--output", str(out),
+                 "--checksum", f"md5:{digest}", "--offline-dir", str(archive.parent)]) == 0  # fmt: skip
+    sgm_out = tmp_path / "x" / "nt13.sgm"
+    assert main(["extract", "--archive", str(out), "--member", f"dev/newstest2013-src.en.sgm={sgm_out}"]) == 0
+    assert main(["sgm", "--input", str(sgm_out), "--output", str(tmp_path / "nt13.en")]) == 0
+    assert (tmp_path / "nt13.en").read_text() == "Hello world\n"
+    with pytest.raises(SystemExit) as exc:
+        main(["download", "--url", "http://x/y.tgz", "--output", str(tmp_path / "z"), "--checksum", "crc:1"])
+    assert exc.value.code == 2 and "expected sha256:HEX or md5:HEX" in capsys.readouterr().err

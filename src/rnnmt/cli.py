@@ -79,6 +79,63 @@ def run_demo_corpus(a: argparse.Namespace) -> None:
     print(json.dumps(report, indent=2, sort_keys=True))
 
 
+def checksum_arg(text: str):
+    """ALGO:HEX, e.g. sha256:0224c7... or md5:c5240458..."""
+    from rnnmt.data.download import Checksum
+
+    algo, sep, value = text.partition(":")
+    if not sep or algo not in ("sha256", "md5"):
+        raise argparse.ArgumentTypeError(f"expected sha256:HEX or md5:HEX, got {text!r}")
+    return Checksum(algo, value.lower())
+
+
+def args_download(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", required=True)
+    p.add_argument("--output", type=Path, required=True)
+    p.add_argument("--checksum", type=checksum_arg, help="published sha256:HEX or md5:HEX (without: recorded)")
+    p.add_argument("--size", type=positive, help="expected bytes (free-disk check, size check)")
+    p.add_argument("--mirror", help="URL prefix that replaces the statmt host")
+    p.add_argument("--offline-dir", type=Path, help="a folder of archives already downloaded by hand")
+    p.add_argument("--report", type=Path, help="write the result (sha256, bytes, source) as JSON here")
+
+
+@command("download", "download an archive with resume, retries and checksum verification", args_download)
+def run_download(a: argparse.Namespace) -> None:
+    from rnnmt.data.download import download
+    from rnnmt.fileio import write_json
+    from rnnmt.runtime import log
+
+    result = download(a.url, a.output, checksum=a.checksum, size=a.size, mirror=a.mirror, offline_dir=a.offline_dir, progress=log)
+    if a.report:
+        write_json(a.report, result)
+    print(json.dumps(result, indent=2, sort_keys=True, default=str))
+
+
+def args_extract(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--archive", type=Path, required=True)
+    p.add_argument("--member", type=key_value, action="append", required=True, metavar="MEMBER=OUTPUT")
+
+
+@command("extract", "extract named members of a tar/tgz safely (a .gz member to a non-.gz output is decompressed)", args_extract)
+def run_extract(a: argparse.Namespace) -> None:
+    from rnnmt.data.archives import extract_members
+
+    written = extract_members(a.archive, {member: Path(out) for member, out in a.member})
+    print(json.dumps(written, indent=2))
+
+
+def args_sgm(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", type=Path, required=True)
+    p.add_argument("--output", type=Path, required=True)
+
+
+@command("sgm", "plain text of a WMT SGM test/dev file (sacrebleu's extraction rule)", args_sgm)
+def run_sgm(a: argparse.Namespace) -> None:
+    from rnnmt.data.sgm import sgm_to_text
+
+    print(f"{sgm_to_text(a.input, a.output)} segments -> {a.output}", file=sys.stderr)
+
+
 def args_assemble(p: argparse.ArgumentParser) -> None:
     p.add_argument("--src", type=Path, nargs="+", required=True)
     p.add_argument("--tgt", type=Path, nargs="+", required=True)

@@ -1,0 +1,235 @@
+"""Downloads against a local HTTP server on 127.0.0.1: checksums, resume, errors, offline copies."""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import http.server
+import socket
+import threading
+from dataclasses import dataclass, field
+
+import pytest
+
+from rnnmt.data import download as dl
+from rnnmt.data.download import Checksum, download, mirror_url, verify_checksum
+from rnnmt.errors import UserError
+
+BODY = bytes(range(256)) * 4096  # 1 MiB, so a transfer spans several reads
+
+
+@dataclass
+class Served:
+    """What the test server serves and what it was asked."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    drop_after: dict[str, int] = field(default_factory=dict)  # first request only
+    ignore_range: bool = False
+    requests: list[tuple[str, str | None]] = field(default_factory=list)
+    port: int = 0
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+
+def _handler(served: Served) -> type[http.server.BaseHTTPRequestHandler]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            served.requests.append((self.path, self.headers.get("Range")))
+            body = served.files.get(self.path)
+            if body is None:
+                self.send_error(404)
+                return
+            start = 0
+            if (rng := self.headers.get("Range")) and not served.ignore_range:
+                start = int(rng.removeprefix("bytes=").removesuffix("-"))
+                if start >= len(body):
+                    self.send_response(416)
+                    self.send_header("Content-Range", f"bytes */{len(body)}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+            else:
+                self.send_response(200)
+            self.send_header("Content-Length", str(len(body) - start))
+            self.end_headers()
+            cut = served.drop_after.pop(self.path, None)
+            self.wfile.write(body[start:] if cut is None else body[start : start + cut])
+            if cut is not None:
+                self.wfile.flush()
+                self.close_connection = True
+
+    return Handler
+
+
+@pytest.fixture
+def server():
+    served = Served()
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(served))
+    httpd.daemon_threads = True
+    served.port = httpd.server_address[1]
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    yield served
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join()
+
+
+@pytest.fixture(autouse=True)
+def no_proxy(monkeypatch):
+    # A proxy from the environment would otherwise be asked for 127.0.0.1.
+    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def sha256(data: bytes) -> Checksum:
+    return Checksum("sha256", hashlib.sha256(data).hexdigest())
+
+
+def md5(data: bytes) -> Checksum:
+    return Checksum("md5", hashlib.md5(data).hexdigest())
+
+
+def test_download_with_sha256(server, tmp_path):
+    server.files["/wmt13/a.tgz"] = BODY
+    lines = []
+    info = download(
+        server.url("/wmt13/a.tgz"), tmp_path / "a.tgz", checksum=sha256(BODY), size=len(BODY), progress=lines.append
+    )
+    assert (tmp_path / "a.tgz").read_bytes() == BODY
+    assert info["source"] == "download" and info["checksum_verified"] and info["bytes"] == len(BODY)
+    assert info["sha256"] == hashlib.sha256(BODY).hexdigest()
+    assert not (tmp_path / "a.tgz.part").exists()
+    assert "MB/s" in lines[-1]
+
+
+def test_download_with_md5_upper_case(server, tmp_path):
+    server.files["/a.tgz"] = BODY
+    checksum = Checksum("md5", hashlib.md5(BODY).hexdigest().upper())
+    info = download(server.url("/a.tgz"), tmp_path / "a.tgz", checksum=checksum)
+    assert info["checksum_verified"] and info["sha256"] == hashlib.sha256(BODY).hexdigest()
+
+
+def test_unknown_algorithm():
+    with pytest.raises(UserError, match="crc32"):
+        Checksum("crc32", "00")
+
+
+def test_dropped_connection_resumes(server, tmp_path):
+    server.files["/a.tgz"] = BODY
+    server.drop_after["/a.tgz"] = 300_000
+    download(server.url("/a.tgz"), tmp_path / "a.tgz", checksum=md5(BODY), backoff_s=0.001)
+    assert (tmp_path / "a.tgz").read_bytes() == BODY
+    assert server.requests == [("/a.tgz", None), ("/a.tgz", "bytes=300000-")]
+
+
+def test_server_ignoring_range_starts_over(server, tmp_path):
+    server.files["/a.tgz"] = BODY
+    server.drop_after["/a.tgz"] = 300_000
+    server.ignore_range = True
+    download(server.url("/a.tgz"), tmp_path / "a.tgz", checksum=sha256(BODY), backoff_s=0.001)
+    assert (tmp_path / "a.tgz").read_bytes() == BODY
+
+
+def test_complete_partial_answered_416(server, tmp_path):
+    server.files["/a.tgz"] = BODY
+    (tmp_path / "a.tgz.part").write_bytes(BODY)
+    info = download(server.url("/a.tgz"), tmp_path / "a.tgz", checksum=sha256(BODY))
+    assert info["source"] == "download" and (tmp_path / "a.tgz").read_bytes() == BODY
+    assert server.requests == [("/a.tgz", f"bytes={len(BODY)}-")]
+
+
+def test_wrong_checksum_leaves_nothing(server, tmp_path):
+    server.files["/a.tgz"] = BODY
+    with pytest.raises(UserError, match="expected 0+; the download is damaged"):
+        download(server.url("/a.tgz"), tmp_path / "a.tgz", checksum=Checksum("sha256", "0" * 64))
+    assert not (tmp_path / "a.tgz").exists() and not (tmp_path / "a.tgz.part").exists()
+
+
+def test_http_404_is_not_retried(server, tmp_path):
+    url = server.url("/wmt14/missing.tgz")
+    with pytest.raises(UserError, match=f"{url} answered HTTP 404.*download.dir"):
+        download(url, tmp_path / "missing.tgz", checksum=None, backoff_s=0.001)
+    assert len(server.requests) == 1
+
+
+def test_nothing_listening_names_download_dir(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(UserError, match=r"offline.*fetch x\.tgz .*download\.dir"):
+        download(f"http://127.0.0.1:{port}/x.tgz", tmp_path / "x.tgz", checksum=None, retries=1, backoff_s=0.001)
+
+
+def test_offline_dir_needs_no_server(tmp_path):
+    supplied = tmp_path / "by-hand"
+    supplied.mkdir()
+    (supplied / "a.tgz").write_bytes(BODY)
+    info = download("http://127.0.0.1:9/a.tgz", tmp_path / "out" / "a.tgz", checksum=md5(BODY), offline_dir=supplied)
+    assert info["source"] == "offline_dir" and (tmp_path / "out" / "a.tgz").read_bytes() == BODY
+
+
+def test_offline_dir_with_wrong_file(tmp_path):
+    (tmp_path / "a.tgz").write_bytes(b"not it")
+    with pytest.raises(UserError, match="download.dir"):
+        download("http://127.0.0.1:9/a.tgz", tmp_path / "out" / "a.tgz", checksum=md5(BODY), offline_dir=tmp_path)
+    assert not (tmp_path / "out" / "a.tgz").exists()
+
+
+def test_already_present_is_not_downloaded(server, tmp_path):
+    (tmp_path / "a.tgz").write_bytes(BODY)
+    info = download(server.url("/a.tgz"), tmp_path / "a.tgz", checksum=sha256(BODY))
+    assert info["source"] == "already_present" and server.requests == []
+
+
+def test_damaged_present_file_is_kept(server, tmp_path):
+    (tmp_path / "a.tgz").write_bytes(b"damaged")
+    with pytest.raises(UserError, match="already exists"):
+        download(server.url("/a.tgz"), tmp_path / "a.tgz", checksum=sha256(BODY))
+    assert (tmp_path / "a.tgz").read_bytes() == b"damaged" and server.requests == []
+
+
+def test_no_checksum_records_sha256(server, tmp_path):
+    server.files["/a.tgz"] = BODY
+    lines = []
+    info = download(server.url("/a.tgz"), tmp_path / "a.tgz", checksum=None, progress=lines.append)
+    assert not info["checksum_verified"] and info["sha256"] == hashlib.sha256(BODY).hexdigest()
+    assert "no published checksum" in lines[-1] and info["sha256"] in lines[-1]
+
+
+def test_mirror(server, tmp_path):
+    server.files["/wmt/wmt13/a.tgz"] = BODY
+    url = "http://www.statmt.org/wmt13/a.tgz"
+    info = download(url, tmp_path / "a.tgz", checksum=sha256(BODY), mirror=server.url("/wmt"))
+    assert info["url"] == url and server.requests == [("/wmt/wmt13/a.tgz", None)]
+
+
+def test_mirror_url():
+    assert mirror_url("https://statmt.org/wmt14/test-full.tgz", "http://127.0.0.1:8000/wmt/") == (
+        "http://127.0.0.1:8000/wmt/wmt14/test-full.tgz"
+    )
+    assert mirror_url("http://www.statmt.org/wmt13/x.tgz", None) == "http://www.statmt.org/wmt13/x.tgz"
+
+
+def test_insufficient_disk(server, tmp_path, monkeypatch):
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(dl.shutil, "disk_usage", lambda path: usage(10**12, 10**12 - 10**9, 10**9))
+    with pytest.raises(UserError, match="1.0 GB free but a.tgz needs 2.6 GB more"):
+        download(server.url("/a.tgz"), tmp_path / "a.tgz", checksum=None, size=2_595_102_720)
+    assert server.requests == []
+
+
+def test_verify_checksum(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"abc")
+    assert verify_checksum(path, None) == hashlib.sha256(b"abc").hexdigest()
+    with pytest.raises(UserError, match=f"{path}: md5 is {hashlib.md5(b'abc').hexdigest()}, expected f+;"):
+        verify_checksum(path, Checksum("md5", "f" * 32))
