@@ -54,21 +54,17 @@ def file_digests(path: Path) -> dict[str, str]:
     return {algo: h.hexdigest() for algo, h in hashes.items()}
 
 
-def _mismatch(digests: dict[str, str], checksum: Checksum | None) -> str | None:
-    """The computed digest if it differs from the published one, else None."""
-    if checksum is None or digests[checksum.algo] == checksum.value:
-        return None
-    return digests[checksum.algo]
-
-
-def verify_checksum(path: Path, checksum: Checksum | None) -> str:
-    """Return the file's sha256; raise UserError if it does not match `checksum`."""
+def verify_checksum(
+    path: Path,
+    checksum: Checksum | None,
+    *,
+    label: str | None = None,
+    advice: str = "the download is damaged or not the published file.",
+) -> str:
+    """Return the file's sha256; raise UserError "{label}: {algo} is X, expected Y; {advice}" on a mismatch."""
     digests = file_digests(path)
-    if (got := _mismatch(digests, checksum)) is not None:
-        raise UserError(
-            f"{path}: {checksum.algo} is {got}, expected {checksum.value}; "
-            "the download is damaged or not the published file."
-        )
+    if checksum is not None and digests[checksum.algo] != checksum.value:
+        raise UserError(f"{label or path}: {checksum.algo} is {digests[checksum.algo]}, expected {checksum.value}; {advice}")
     return digests["sha256"]
 
 
@@ -278,23 +274,13 @@ def _finish_partial(url: str, dest: Path, checksum: Checksum | None, size: int |
 
 def _check_present(dest: Path, checksum: Checksum | None) -> str:
     """The sha256 of an existing `dest`; UserError (leaving the file alone) if it is not the published one."""
-    digests = file_digests(dest)
-    if (got := _mismatch(digests, checksum)) is not None:
-        raise UserError(
-            f"{dest} already exists but its {checksum.algo} is {got}, expected {checksum.value}; "
-            "delete it to download it again or replace it with the published file."
-        )
-    return digests["sha256"]
+    advice = "delete it to download it again or replace it with the published file."
+    return verify_checksum(dest, checksum, label=f"{dest} (already exists)", advice=advice)
 
 
 def _install_offline(source: Path, dest: Path, checksum: Checksum | None) -> str:
     """Verify an archive supplied by hand and link (or copy) it to `dest` atomically; return its sha256."""
-    digests = file_digests(source)
-    if (got := _mismatch(digests, checksum)) is not None:
-        raise UserError(
-            f"{source} (from download.dir) has {checksum.algo} {got}, expected {checksum.value}; "
-            "replace it with the published file."
-        )
+    sha256 = verify_checksum(source, checksum, label=f"{source} (from download.dir)", advice="replace it with the published file.")
     with atomic_path(dest) as tmp:
         tmp.unlink()
         try:
@@ -302,7 +288,7 @@ def _install_offline(source: Path, dest: Path, checksum: Checksum | None) -> str
         except OSError:
             # Another file system, or one without hard links: a copy costs disk space but works.
             shutil.copyfile(source, tmp)
-    return digests["sha256"]
+    return sha256
 
 
 def download(
