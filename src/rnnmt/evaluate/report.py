@@ -7,7 +7,6 @@ from typing import Any
 
 from rnnmt.evaluate.tables import DEMO_BANNER, attention_check, build_table1, build_table2, write_table
 from rnnmt.fileio import read_json
-from rnnmt.runtime import log
 
 
 def _load(path: str | None) -> dict | None:
@@ -25,7 +24,6 @@ def table_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
         scores = {r["system"]: _load(r["file"]) for r in rows if r.get("file")}
         passed, text = attention_check(scores, search=spec["check"]["search"], encdec=spec["check"]["encdec"])
         df.attrs.setdefault("notes", []).append("```\n" + text + "\n```")
-        log(text)
         print(text)
     write_table(df, csv_path, md_path, title=spec["title"], banner=DEMO_BANNER if spec["demo"] else None)
     print(md_path.read_text(encoding="utf-8"))
