@@ -177,6 +177,14 @@ def test_offline_dir_needs_no_server(tmp_path):
     assert info["source"] == "offline_dir" and (tmp_path / "out" / "a.tgz").read_bytes() == BODY
 
 
+def test_offline_dir_as_a_mirrored_tree(tmp_path):
+    (tmp_path / "tree" / "wmt14").mkdir(parents=True)
+    (tmp_path / "tree" / "wmt14" / "dev.tgz").write_bytes(BODY)
+    dest = tmp_path / "out" / "dev.tgz"
+    info = download("http://www.statmt.org/wmt14/dev.tgz", dest, checksum=md5(BODY), offline_dir=tmp_path / "tree")
+    assert info["source"] == "offline_dir" and dest.read_bytes() == BODY
+
+
 def test_offline_dir_with_wrong_file(tmp_path):
     (tmp_path / "a.tgz").write_bytes(b"not it")
     with pytest.raises(UserError, match="download.dir"):

@@ -6,6 +6,7 @@ import errno
 import hashlib
 import http.client
 import os
+import posixpath
 import re
 import shutil
 import socket
@@ -75,6 +76,17 @@ def mirror_url(url: str, mirror: str | None) -> str:
     parts = urllib.parse.urlsplit(url)
     query = f"?{parts.query}" if parts.query else ""
     return mirror.rstrip("/") + parts.path + query
+
+
+def offline_copy(url: str, offline_dir: Path | None) -> Path | None:
+    """The archive for `url` in a folder of downloads: under its file name, or under its URL path (a mirrored tree)."""
+    if offline_dir is None:
+        return None
+    path = urllib.parse.urlsplit(url).path.lstrip("/")
+    for candidate in (Path(offline_dir) / posixpath.basename(path), Path(offline_dir) / path):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def partial_path(dest: Path) -> Path:
@@ -313,8 +325,8 @@ def download(
     dest = Path(dest)
     if dest.exists():
         source, sha256 = "already_present", _check_present(dest, checksum)
-    elif offline_dir is not None and (Path(offline_dir) / dest.name).exists():
-        source, sha256 = "offline_dir", _install_offline(Path(offline_dir) / dest.name, dest, checksum)
+    elif (supplied := offline_copy(url, offline_dir)) is not None:
+        source, sha256 = "offline_dir", _install_offline(supplied, dest, checksum)
     else:
         dest.parent.mkdir(parents=True, exist_ok=True)
         _check_disk(dest, size)

@@ -1,0 +1,164 @@
+"""The table of WMT archives and corpora (package data), and how config.yaml's corpus names resolve in it."""
+
+from __future__ import annotations
+
+import posixpath
+import urllib.parse
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rnnmt.data.download import Checksum
+from rnnmt.errors import UserError
+
+SPLITS = ("train", "indomain", "dev", "test")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One input file of a corpus side: a member of an archive, or (member None) the downloaded file itself."""
+
+    archive: str
+    member: str | None
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """One corpus of one language pair: its input files per side and how to assemble them."""
+
+    name: str
+    src: tuple[Part, ...]
+    tgt: tuple[Part, ...]
+    heldout: bool
+    format: str
+    tokenized: bool
+    lines: int | None
+
+
+def _read_yaml(path: Path, what: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"{what} {path} cannot be read as YAML ({exc.__class__.__name__}).") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{what} {path} must be a YAML mapping.")
+    return data
+
+
+def table_path(name: str) -> Path:
+    """The path of a sources table: a package table by name ("wmt14"), or a file path."""
+    packaged = resources.files("rnnmt.data") / "source_tables" / f"{name}.yaml"
+    if packaged.is_file():
+        return Path(str(packaged))
+    path = Path(name)
+    if not path.is_file():
+        raise UserError(f"download.sources '{name}' is neither a table shipped with rnnmt (wmt14) nor an existing YAML file.")
+    return path
+
+
+def _apply_checksums(table: dict[str, Any], path: Path) -> None:
+    """Replace the published checksums and sizes of the archives named in an override file."""
+    for key, entry in _read_yaml(path, "checksum override").items():
+        if key not in table["archives"]:
+            raise UserError(f"{path}: archive '{key}' is not in the sources table (known: {', '.join(sorted(table['archives']))}).")
+        if not isinstance(entry, dict) or not ({"sha256", "md5"} & set(entry)):
+            raise UserError(f"{path}: archive '{key}' needs a sha256 or md5 entry.")
+        archive = table["archives"][key]
+        for field in ("sha256", "md5", "bytes"):
+            archive.pop(field, None)
+        archive.update(entry)
+
+
+def load(name: str = "wmt14", checksums: str | None = None) -> dict[str, Any]:
+    """Read a sources table, optionally with the checksums of some archives replaced."""
+    path = table_path(name)
+    table = _read_yaml(path, "sources table")
+    for section in ("archives", "corpora"):
+        if not isinstance(table.get(section), dict):
+            raise UserError(f"sources table {path} has no '{section}' mapping.")
+    table.setdefault("sets", {})
+    table.setdefault("preselected", {})
+    if checksums:
+        _apply_checksums(table, Path(checksums))
+    return table
+
+
+def checksum(table: dict[str, Any], archive: str) -> Checksum | None:
+    """The published checksum to verify: sha256 when known, md5 otherwise, None when neither is."""
+    entry = table["archives"][archive]
+    for algo in ("sha256", "md5"):
+        if entry.get(algo):
+            return Checksum(algo, str(entry[algo]))
+    return None
+
+
+def file_name(table: dict[str, Any], archive: str) -> str:
+    """The archive's file name as published (the last part of its URL path)."""
+    return posixpath.basename(urllib.parse.urlsplit(table["archives"][archive]["url"]).path)
+
+
+def _pair_entry(table: dict[str, Any], section: str, name: str, src: str, tgt: str) -> Any:
+    """The entry of `name` for the language pair {src, tgt} (the table keys pairs the WMT way, "fr-en")."""
+    for key, entry in table[section][name].get("pairs", table[section][name]).items():
+        if set(key.split("-")) == {src, tgt}:
+            return entry
+    return None
+
+
+def _parts(spec: Any, default_archive: str | None, where: str) -> tuple[Part, ...]:
+    """The input files of one side: a member, a list of members, or {file: archive} for a plain download."""
+    if isinstance(spec, dict) and "file" in spec:
+        return (Part(spec["file"], None),)
+    members = [spec] if isinstance(spec, str) else spec
+    if default_archive is None or not isinstance(members, list) or not members:
+        raise UserError(f"sources table: {where} must name members of the corpus's archive or a {{file: archive}}.")
+    return tuple(Part(default_archive, m) for m in members)
+
+
+def corpus(table: dict[str, Any], name: str, src: str, tgt: str) -> Corpus:
+    """Resolve a corpus name for the pair src-tgt, or raise UserError saying what exists."""
+    if name not in table["corpora"]:
+        raise UserError(f"corpus '{name}' is not in the sources table (known: {', '.join(sorted(table['corpora']))}).")
+    spec = table["corpora"][name]
+    entry = _pair_entry(table, "corpora", name, src, tgt)
+    if entry is None:
+        raise UserError(f"corpus '{name}' has no {src}-{tgt} data (it has: {', '.join(spec['pairs'])}).")
+    sides = {lang: _parts(entry.get(lang), spec.get("archive"), f"corpora.{name} {lang}") for lang in (src, tgt)}
+    for part in sides[src] + sides[tgt]:
+        if part.archive not in table["archives"]:
+            raise UserError(f"sources table: corpora.{name} names archive '{part.archive}', which is not under 'archives'.")
+    return Corpus(
+        name=name,
+        src=sides[src],
+        tgt=sides[tgt],
+        heldout=spec.get("kind", "train") == "heldout",
+        format=spec.get("format", "text"),
+        tokenized=bool(spec.get("tokenized", False)),
+        lines=entry.get("lines"),
+    )
+
+
+def pair_splits(table: dict[str, Any], corpora: dict[str, Any], src: str, tgt: str) -> dict[str, list[str]]:
+    """The corpus names of each split of a pair: config.yaml's lists, or the named set of the table."""
+    if "set" not in corpora:
+        return {split: list(corpora.get(split, [])) for split in SPLITS}
+    name = corpora["set"]
+    if name not in table["sets"]:
+        raise UserError(f"corpus set '{name}' is not in the sources table (known: {', '.join(sorted(table['sets'])) or 'none'}).")
+    chosen = _pair_entry(table, "sets", name, src, tgt)
+    if chosen is None:
+        raise UserError(f"corpus set '{name}' has no {src}-{tgt} corpora.")
+    return {split: list(chosen.get(split, [])) for split in SPLITS}
+
+
+def preselected(table: dict[str, Any], method: str, src: str, tgt: str) -> str | None:
+    """The pre-selected corpus a selection method trains on for this pair (None: the method selects itself)."""
+    if method not in table["preselected"]:
+        return None
+    name = _pair_entry(table, "preselected", method, src, tgt)
+    if name is None:
+        raise UserError(f"selection method '{method}' has no pre-selected corpus for {src}-{tgt} (it covers {', '.join(table['preselected'][method])}).")
+    return name

@@ -1,0 +1,104 @@
+"""The sources table: every archive and corpus of both papers, and how config names resolve in it."""
+
+from __future__ import annotations
+
+import pytest
+
+from rnnmt.data import sources
+from rnnmt.data.download import Checksum
+from rnnmt.errors import UserError
+
+
+@pytest.fixture(scope="module")
+def table():
+    return sources.load()
+
+
+def test_every_corpus_resolves_for_each_of_its_pairs(table):
+    for name, spec in table["corpora"].items():
+        for key in spec["pairs"]:
+            other, en = key.split("-")
+            corpus = sources.corpus(table, name, en, other)
+            assert corpus.src and len(corpus.src) == len(corpus.tgt), name
+
+
+def test_training_line_counts_add_up_to_the_published_totals(table):
+    """wmt14-sources.md §2: 40,842,333 fr-en and 4,520,620 de-en lines over the WMT'14 training corpora."""
+    wmt14_train = ("europarl-v7", "commoncrawl", "un", "news-commentary-v9", "giga-fren")
+    for pair, total in (("fr", 40_842_333), ("de", 4_520_620)):
+        counts = [sources.corpus(table, n, "en", pair).lines for n in wmt14_train if f"{pair}-en" in table["corpora"][n]["pairs"]]
+        assert sum(counts) == total
+
+
+@pytest.mark.parametrize(
+    "name, lang, lines",
+    [("newstest2012", "fr", 3003), ("newstest2013", "fr", 3000), ("newstest2014", "fr", 3003),
+     ("newstest2013", "de", 3000), ("newstest2014-filtered", "de", 2737), ("newstest2015", "de", 2169)],
+)  # fmt: skip
+def test_heldout_sets_are_sgm_with_the_papers_sizes(table, name, lang, lines):
+    corpus = sources.corpus(table, name, "en", lang)
+    assert corpus.heldout and corpus.format == "sgm" and corpus.lines == lines
+
+
+def test_checksum_prefers_sha256_then_md5_then_none(table):
+    assert sources.checksum(table, "europarl-v7") == Checksum("sha256", "0224c7c710c8a063dfd893b0cc0830202d61f4c75c17eb8e31836103d27d96e7")
+    assert sources.checksum(table, "test-full") == Checksum("md5", "a8cd784e006feb32ac6f3d9ec7eb389a")
+    assert sources.checksum(table, "lium-bitexts") is None
+
+
+def test_file_names_are_unique_because_download_dir_is_searched_by_name(table):
+    names = [sources.file_name(table, key) for key in table["archives"]]
+    assert len(set(names)) == len(names)
+    assert sources.file_name(table, "giga-fren") == "training-giga-fren.tar"
+
+
+def test_plain_files_and_member_lists(table):
+    stanford = sources.corpus(table, "stanford-train", "en", "de")
+    assert stanford.tokenized and stanford.src == (sources.Part("stanford-train-en", None),)
+    lium = sources.corpus(table, "lium-selected", "en", "fr")
+    assert [p.member for p in lium.src][:2] == ["bitexts.selected/ep7_pc45.en.gz", "bitexts.selected/nc9.en.gz"]
+
+
+def test_unknown_corpus_and_missing_pair(table):
+    with pytest.raises(UserError, match="corpus 'europarl' is not in the sources table"):
+        sources.corpus(table, "europarl", "en", "fr")
+    with pytest.raises(UserError, match="corpus 'un' has no en-de data"):
+        sources.corpus(table, "un", "en", "de")
+
+
+def test_a_set_replaces_the_lists(table):
+    splits = sources.pair_splits(table, {"set": "stanford", "train": ["europarl-v7"]}, "en", "de")
+    assert splits == {"train": ["stanford-train"], "indomain": [], "dev": ["stanford-newstest2013"],
+                      "test": ["stanford-newstest2014", "stanford-newstest2015"]}  # fmt: skip
+    assert sources.pair_splits(table, {"train": ["a"], "dev": ["b"], "test": ["c"]}, "en", "fr")["indomain"] == []
+    with pytest.raises(UserError, match="corpus set 'stanford' has no en-fr corpora"):
+        sources.pair_splits(table, {"set": "stanford"}, "en", "fr")
+
+
+def test_preselected_corpus_of_lium(table):
+    assert sources.preselected(table, "lium", "en", "fr") == "lium-selected"
+    assert sources.preselected(table, "none", "en", "fr") is None
+    with pytest.raises(UserError, match="no pre-selected corpus for en-de"):
+        sources.preselected(table, "lium", "en", "de")
+
+
+def test_checksum_override_replaces_published_values(tmp_path):
+    override = tmp_path / "checksums.yaml"
+    override.write_text("dev: {sha256: " + "ab" * 32 + ", bytes: 12}\n")
+    table = sources.load(checksums=str(override))
+    assert sources.checksum(table, "dev") == Checksum("sha256", "ab" * 32)
+    assert table["archives"]["dev"]["bytes"] == 12
+    override.write_text("nope: {md5: " + "ab" * 16 + "}\n")
+    with pytest.raises(UserError, match="archive 'nope' is not in the sources table"):
+        sources.load(checksums=str(override))
+    override.write_text("dev: {bytes: 3}\n")
+    with pytest.raises(UserError, match="needs a sha256 or md5"):
+        sources.load(checksums=str(override))
+
+
+def test_table_by_path_and_missing_table(tmp_path):
+    with pytest.raises(UserError, match="neither a table shipped with rnnmt"):
+        sources.load(str(tmp_path / "missing.yaml"))
+    (tmp_path / "t.yaml").write_text("archives: {}\n")
+    with pytest.raises(UserError, match="has no 'corpora' mapping"):
+        sources.load(str(tmp_path / "t.yaml"))
