@@ -136,3 +136,60 @@ def test_download_extract_and_sgm_by_hand(tmp_path: Path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["download", "--url", "http://x/y.tgz", "--output", str(tmp_path / "z"), "--checksum", "crc:1"])
     assert exc.value.code == 2 and "expected sha256:HEX or md5:HEX" in capsys.readouterr().err
+
+
+def test_raw_corpus_and_corpus_report_by_hand(tmp_path: Path, capsys):
+    """`rnnmt raw-corpus` per corpus (a warning for an unexpected line count), then `rnnmt corpus-report`."""
+    import gzip
+    import json
+
+    (tmp_path / "a.en").write_text("one\ntwo\n\n")
+    (tmp_path / "a.fr").write_text("un\ndeux\nvide\n")
+    with gzip.open(tmp_path / "b.en.gz", "wb") as f:
+        f.write(b"three\n")
+    (tmp_path / "b.fr").write_bytes(b"trois \xe9\n")
+    out = tmp_path / "raw"
+    code = main(["raw-corpus", "--name", "toy", "--src", str(tmp_path / "a.en"), str(tmp_path / "b.en.gz"),
+                 "--tgt", str(tmp_path / "a.fr"), str(tmp_path / "b.fr"), "--out-src", str(out / "toy.en"),
+                 "--out-tgt", str(out / "toy.fr"), "--report", str(out / "toy.json"), "--expected-lines", "5"])  # fmt: skip
+    assert code == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("warning: toy: 4 lines, expected 5 (wmt14-sources.md §2)")
+    assert err[1].startswith("toy: 3 of 4 pairs kept (1 with an empty side dropped")
+    assert (out / "toy.en").read_text() == "one\ntwo\nthree\n"
+    assert (out / "toy.fr").read_text() == "un\ndeux\ntrois \ufffd\n"
+    report = json.loads((out / "toy.json").read_text())
+    assert (report["pairs"], report["repaired_utf8"], report["matches_expected"]) == (3, {"src": 0, "tgt": 1}, False)
+
+    code = main(["corpus-report", "--pair", "fr-en", "--input", str(out / "toy.json"), "--output", str(tmp_path / "fr-en.json")])
+    assert code == 0
+    assert capsys.readouterr().err == "warning: fr-en: toy has 4 lines, expected 5 (wmt14-sources.md §2).\n"
+    summary = json.loads((tmp_path / "fr-en.json").read_text())
+    assert (summary["total_pairs"], summary["mismatches"], summary["repaired_utf8"]) == (3, ["toy"], 1)
+
+
+def test_raw_corpus_user_errors_are_one_line_and_write_nothing(tmp_path: Path, capsys):
+    (tmp_path / "nt.en").write_text("fine\n")
+    (tmp_path / "nt.fr").write_bytes(b"mal \xe9crit\n")
+    out = tmp_path / "raw"
+    code = main(["raw-corpus", "--name", "nt", "--heldout", "--src", str(tmp_path / "nt.en"), "--tgt", str(tmp_path / "nt.fr"),
+                 "--out-src", str(out / "nt.en"), "--out-tgt", str(out / "nt.fr"), "--report", str(out / "nt.json")])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and "nt.fr line 1 is not valid UTF-8" in err
+    assert not out.exists() or not any(out.iterdir())
+    (tmp_path / "junk.json").write_text("[1, 2]")
+    code = main(["corpus-report", "--pair", "fr-en", "--input", str(tmp_path / "junk.json"), "--output", str(out / "s.json")])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "junk.json lacks the keys" in err
+
+
+def test_select_lium_copies_the_pool(tmp_path: Path, capsys):
+    (tmp_path / "p.en").write_text("a b\nc\n")
+    (tmp_path / "p.fr").write_text("x y\nz\n")
+    code = main(["select", "--method", "lium", "--src", str(tmp_path / "p.en"), "--tgt", str(tmp_path / "p.fr"),
+                 "--out-src", str(tmp_path / "s.en"), "--out-tgt", str(tmp_path / "s.fr")])  # fmt: skip
+    assert code == 0
+    assert (tmp_path / "s.en").read_text() == "a b\nc\n" and (tmp_path / "s.fr").read_text() == "x y\nz\n"
+    assert '"pairs_out": 2' in capsys.readouterr().out

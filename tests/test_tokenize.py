@@ -75,3 +75,23 @@ def test_newstest2014_first_200_lines_match_sacremoses(tmp_path):
     out = tmp_path / "nt14.head.tok.fr"
     assert tokenize_file(head, out, "fr", processes=2, chunk_lines=64) == 200
     assert out.read_text(encoding="utf-8").splitlines() == _direct(lines, "fr")
+
+
+def test_pretokenized_input_is_copied_unchanged(tmp_path):
+    # Would change if tokenized: the apostrophe and the quote would be escaped and split.
+    lines = ["l&apos; homme a dit &quot; oui &quot; .", "it's \"raw\"", "", "a\u00a0b\r"]
+    src = tmp_path / "in.de"
+    src.write_text("\n".join(lines), encoding="utf-8")
+    assert tokenize_file(src, tmp_path / "out", "de", processes=2, pretokenized=True) == 4
+    # read_bytes: read_text would turn the "\r\n" into "\n" and hide a changed line.
+    assert (tmp_path / "out").read_bytes() == ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def test_cli_tokenize_pretokenized(tmp_path, capsys):
+    from rnnmt.cli import main
+
+    src = tmp_path / "in.en"
+    src.write_text("it 's &quot; done &quot;\n", encoding="utf-8")
+    assert main(["tokenize", "--lang", "en", "--input", str(src), "--output", str(tmp_path / "out"), "--pretokenized"]) == 0
+    assert (tmp_path / "out").read_text(encoding="utf-8") == "it 's &quot; done &quot;\n"
+    assert "copied already tokenized 1 lines" in capsys.readouterr().err

@@ -150,6 +150,54 @@ def run_assemble(a: argparse.Namespace) -> None:
     print(json.dumps(assemble(a.src, a.tgt, a.out_src, a.out_tgt), indent=2))
 
 
+def args_raw_corpus(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--name", required=True, help="corpus name, as in the sources table (rnnmt/data/source_tables/wmt14.yaml)")
+    p.add_argument("--src", type=Path, nargs="+", required=True, help="source files, concatenated in order (.gz: decompressed)")
+    p.add_argument("--tgt", type=Path, nargs="+", required=True, help="target-side files, file i parallel to --src file i")
+    p.add_argument("--out-src", type=Path, required=True)
+    p.add_argument("--out-tgt", type=Path, required=True)
+    p.add_argument("--report", type=Path, required=True, help="write the corpus report (JSON) here")
+    p.add_argument("--heldout", action="store_true", help="a dev/test set: invalid UTF-8 is an error, not repaired")
+    p.add_argument("--format", choices=["text", "sgm"], default="text", help="one sentence per line, or WMT SGM segments")
+    p.add_argument("--expected-lines", type=positive, help="published line count (a difference is a warning)")
+
+
+@command("raw-corpus", "one WMT corpus's extracted files to two raw parallel UTF-8 files and a report", args_raw_corpus)
+def run_raw_corpus(a: argparse.Namespace) -> None:
+    from rnnmt.data.corpus import assemble_raw
+    from rnnmt.fileio import write_json
+
+    r = assemble_raw(
+        a.src, a.tgt, a.out_src, a.out_tgt, name=a.name, heldout=a.heldout, fmt=a.format, expected_lines=a.expected_lines
+    )
+    write_json(a.report, r)
+    repaired = r["repaired_utf8"]
+    print(
+        f"{a.name}: {r['pairs']} of {r['lines']} pairs kept ({r['dropped_empty']} with an empty side dropped, "
+        f"invalid UTF-8 repaired in {repaired['src']} source and {repaired['tgt']} target lines) -> {a.out_src}, {a.out_tgt}",
+        file=sys.stderr,
+    )
+
+
+def args_corpus_report(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pair", required=True, help="language pair, e.g. fr-en")
+    p.add_argument("--input", type=Path, nargs="+", required=True, help="reports written by rnnmt raw-corpus")
+    p.add_argument("--output", type=Path, required=True)
+
+
+@command("corpus-report", "merge the raw-corpus reports of one language pair into one summary", args_corpus_report)
+def run_corpus_report(a: argparse.Namespace) -> None:
+    from rnnmt.data.corpus import merge_reports, read_raw_report
+    from rnnmt.fileio import write_json
+
+    summary = merge_reports([read_raw_report(path) for path in a.input], a.pair)
+    write_json(a.output, summary)
+    for name in summary["mismatches"]:
+        c = summary["corpora"][name]
+        expected = f"expected {c['expected_lines']} (wmt14-sources.md §2)"
+        print(f"warning: {a.pair}: {name} has {c['lines']} lines, {expected}.", file=sys.stderr)
+
+
 # --- text ---------------------------------------------------------------------------------------
 
 
@@ -159,6 +207,7 @@ def args_tokenize(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, required=True)
     p.add_argument("--no-escape", action="store_true", help="like tokenizer.perl -no-escape")
     p.add_argument("--aggressive-dash-splits", action="store_true", help="like tokenizer.perl -a")
+    p.add_argument("--pretokenized", action="store_true", help="input already Moses-tokenized (Stanford files): copy it as is")
 
 
 @command("tokenize", "Moses-tokenize a file with sacremoses, sharded over --threads processes", args_tokenize)
@@ -166,20 +215,22 @@ def run_tokenize(a: argparse.Namespace) -> None:
     from rnnmt.text.tokenize import tokenize_file
 
     n = tokenize_file(
-        a.input, a.output, a.lang, escape=not a.no_escape, aggressive_dash_splits=a.aggressive_dash_splits, processes=a.threads
-    )
-    print(f"tokenized {n} lines of {a.input} -> {a.output}", file=sys.stderr)
+        a.input, a.output, a.lang, escape=not a.no_escape, aggressive_dash_splits=a.aggressive_dash_splits, processes=a.threads,
+        pretokenized=a.pretokenized,
+    )  # fmt: skip
+    verb = "copied already tokenized" if a.pretokenized else "tokenized"
+    print(f"{verb} {n} lines of {a.input} -> {a.output}", file=sys.stderr)
 
 
 def args_select(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--method", choices=["none"], required=True)
+    p.add_argument("--method", choices=["none", "lium"], required=True, help="none: keep all; lium: the pool is LIUM's selection")
     p.add_argument("--src", type=Path, required=True, help="tokenized pool, source side")
     p.add_argument("--tgt", type=Path, required=True)
     p.add_argument("--out-src", type=Path, required=True)
     p.add_argument("--out-tgt", type=Path, required=True)
 
 
-@command("select", "data selection from the general pool (method none keeps every pair)", args_select)
+@command("select", "data selection from the general pool (methods none and lium keep every pair)", args_select)
 def run_select(a: argparse.Namespace) -> None:
     from rnnmt.select.selection import select
 

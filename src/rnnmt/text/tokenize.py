@@ -14,9 +14,8 @@ from pathlib import Path
 
 from sacremoses import MosesDetokenizer, MosesTokenizer
 
-from rnnmt.fileio import iter_lines
 from rnnmt.errors import UserError
-from rnnmt.fileio import atomic_path
+from rnnmt.fileio import atomic_path, iter_lines
 
 # Chunks sent to the pool per worker and round: enough to keep workers busy while bounding memory.
 _CHUNKS_PER_WORKER = 4
@@ -55,6 +54,11 @@ def _chunked(lines: Iterable[str], size: int) -> Iterator[list[str]]:
         yield chunk
 
 
+def _unchanged(lines: list[str]) -> list[str]:
+    """The lines as they are: the "tokenizer" of input that is already tokenized."""
+    return lines
+
+
 def _map_in_order(
     fn: Callable[[list[str]], list[str]], chunks: Iterator[list[str]], processes: int
 ) -> Iterator[list[str]]:
@@ -78,16 +82,22 @@ def tokenize_file(
     aggressive_dash_splits: bool = False,
     processes: int = 1,
     chunk_lines: int = 10_000,
+    pretokenized: bool = False,
 ) -> int:
     """Tokenize a UTF-8 text file line by line into out_path (atomically); return the line count.
 
-    The output is identical for any number of processes.
+    The output is identical for any number of processes. With pretokenized=True the input is
+    already Moses-tokenized (Luong's Stanford files) and each line is copied unchanged.
     """
     if processes < 1:
         raise UserError(f"the number of tokenizer processes must be at least 1, got {processes}.")
-    fn = functools.partial(
-        tokenize_lines, lang=lang, escape=escape, aggressive_dash_splits=aggressive_dash_splits
-    )
+    if pretokenized:
+        # Copying needs no workers; starting them would cost more than the copy.
+        fn, processes = _unchanged, 1
+    else:
+        fn = functools.partial(
+            tokenize_lines, lang=lang, escape=escape, aggressive_dash_splits=aggressive_dash_splits
+        )
     n = 0
     with atomic_path(out_path) as tmp, open(tmp, "w", encoding="utf-8") as out:
         for done in _map_in_order(fn, _chunked(iter_lines(in_path), chunk_lines), processes):
