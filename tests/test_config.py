@@ -37,7 +37,8 @@ def test_shipped_config_is_valid_and_defaults_are_filled():
         (lambda c: c["figures"]["bahdanau2014_fig3"].update(system="rnnsearch-5O"), "figures.bahdanau2014_fig3.system"),
         (lambda c: c["tables"]["bahdanau2014_table1"]["check"].update(search="rnnsearch50"), "check.search 'rnnsearch50'"),
         (lambda c: c["scales"]["demo"]["vocab"].pop("size"), "'size' is a required property"),
-        (lambda c: c.update(scale="paper"), "selects data with 'axelrod'"),
+        (lambda c: c["scales"]["paper"]["selection"].update(method="axelrod") or c.update(scale="paper"), "selects data with 'axelrod'"),
+        (lambda c: c["scales"]["sample"]["corpora"].update(fr={"set": "x"}), "corpora.fr is not a pair"),
     ],
 )
 def test_mistakes_are_one_line_naming_the_key(edit, expected):

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from rnnmt.data import sources
+
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
 
@@ -50,3 +52,48 @@ def test_tiny_end_to_end_then_nothing_to_do(tmp_path):
     assert "Synthetic demo data" in (results / "tables/bahdanau2014_table1.md").read_text()
     again = snakemake(*args, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def _planned_outputs(stdout: str) -> set[str]:
+    """Every output file a dry run lists."""
+    return {out.strip() for line in stdout.splitlines() if line.strip().startswith("output:") for out in line.split(":", 1)[1].split(",")}
+
+
+def test_dry_run_of_the_paper_scale_fetches_everything_both_papers_used(tmp_path):
+    run = snakemake("-n", "--directory", str(tmp_path), "--config", "scale=paper")
+    assert run.returncode == 0, run.stderr
+    planned = _planned_outputs(run.stdout)
+    table = sources.load()
+    wmt = [key for key in table["archives"] if not key.startswith("stanford")]
+    for key in wmt:
+        assert f"results/data/archives/{sources.file_name(table, key)}" in planned, key
+    expected = {
+        "en-fr": ["europarl-v7", "commoncrawl", "un", "news-commentary-v9", "giga-fren", "newstest2012", "newstest2013",
+                  "newstest2014", "lium-selected"],
+        "en-de": ["europarl-v7", "commoncrawl", "news-commentary-v9", "newstest2013", "newstest2014-filtered", "newstest2015"],
+    }  # fmt: skip
+    for pair, names in expected.items():
+        for name in names:
+            assert f"results/data/raw/{pair}/{name}.json" in planned, (pair, name)
+        assert f"results/data/raw/{pair}/report.json" in planned
+    assert "results/data/extracted/giga-fren/giga-fren.release2.fixed.fr.gz" in planned
+    assert "results/data/extracted/test-filtered/test/newstest2014-deen-ref.de.sgm" in planned
+    assert "download_archive" in run.stdout and "rnnsearch-50star" in run.stdout
+
+
+def test_stanford_switch_replaces_the_en_de_corpora(tmp_path):
+    override = tmp_path / "stanford.yaml"
+    override.write_text("scales: {paper: {corpora: {en-de: {set: stanford}}}}\n")
+    run = snakemake("-n", "--directory", str(tmp_path), "--config", "scale=paper", "--configfile", str(ROOT / "config.yaml"), str(override))
+    assert run.returncode == 0, run.stderr
+    planned = _planned_outputs(run.stdout)
+    assert {"results/data/archives/train.de", "results/data/raw/en-de/stanford-newstest2015.json"} <= planned
+    assert "results/data/raw/en-de/europarl-v7.json" not in planned
+
+
+def test_unknown_corpus_name_stops_before_any_job(tmp_path):
+    override = tmp_path / "typo.yaml"
+    override.write_text("scales: {sample: {corpora: {en-fr: {train: [news-commentary-v8]}}}}\n")
+    run = snakemake("-n", "--directory", str(tmp_path), "--config", "scale=sample", "--configfile", str(ROOT / "config.yaml"), str(override))
+    assert run.returncode != 0
+    assert "corpus 'news-commentary-v8' is not in the sources table" in run.stderr

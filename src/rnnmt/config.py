@@ -64,6 +64,13 @@ def _check_references(config: dict[str, Any]) -> None:
         raise UserError(f"config: figures.bahdanau2014_fig2.table '{figures['bahdanau2014_fig2']['table']}' is not under 'tables'.")
     if "bahdanau2014_fig3" in figures and figures["bahdanau2014_fig3"]["system"] not in config["systems"]:
         raise UserError(f"config: figures.bahdanau2014_fig3.system '{figures['bahdanau2014_fig3']['system']}' is not under 'systems'.")
+    for scale, preset_ in config["scales"].items():
+        for pair in preset_["corpora"]:
+            if pair not in config["pairs"]:
+                raise UserError(f"config: scales.{scale}.corpora.{pair} is not a pair defined under 'pairs'.")
+    for name in active_systems(config):
+        if config["systems"][name]["pair"] not in config["scales"][config["scale"]]["corpora"]:
+            raise UserError(f"config: systems.{name} translates {config['systems'][name]['pair']}, which has no corpora at scale '{config['scale']}'.")
     method = config["scales"][config["scale"]]["selection"]["method"]
     if method not in AVAILABLE_SELECTION:
         raise UserError(f"config: scale '{config['scale']}' selects data with '{method}', which this version does not have (available: {', '.join(AVAILABLE_SELECTION)}).")
@@ -123,7 +130,7 @@ def system_config(config: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 # Axelrod selection (paper scale) is a later stage; the schema already names it.
-AVAILABLE_SELECTION = ("none",)
+AVAILABLE_SELECTION = ("none", "lium")
 
 REQUIRED = {
     "model": ("encoder", "attention", "emb", "hidden", "align_hidden", "maxout", "init"),

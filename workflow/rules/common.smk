@@ -3,12 +3,41 @@ import json
 import re
 import sys
 
+import shlex
+
 from rnnmt import config as rnnmt_config
+from rnnmt.data import sources as rnnmt_sources
 from rnnmt.errors import UserError
 from rnnmt.fileio import write_json
 
-try:
+
+def _resolve_data():
+    """Validate config.yaml, then resolve every corpus name of the active scale in the sources table."""
     rnnmt_config.validate(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
+    preset = rnnmt_config.preset(config)
+    table = rnnmt_sources.load(config["download"]["sources"], config["download"]["checksums"])
+    pairs = {pair: (config["pairs"][pair]["src"], config["pairs"][pair]["tgt"]) for pair in preset["corpora"]}
+    splits = {pair: rnnmt_sources.pair_splits(table, preset["corpora"][pair], *pairs[pair]) for pair in pairs}
+    method = preset["selection"]["method"]
+    for name in rnnmt_config.active_systems(config):
+        pair = config["systems"][name]["pair"]
+        if method in table["preselected"]:
+            splits[pair]["preselected"] = [rnnmt_sources.preselected(table, method, *pairs[pair])]
+    corpora = {}
+    if preset["data"]["source"] != "synthetic":
+        corpora = {
+            pair: {name: rnnmt_sources.corpus(table, name, *pairs[pair]) for names in splits[pair].values() for name in names}
+            for pair in pairs
+        }
+    for pair in corpora:
+        for split, names in splits[pair].items():
+            if len({corpora[pair][name].tokenized for name in names}) > 1:
+                raise UserError(f"the {split} corpora of {pair} mix Moses-tokenized files and raw text ({', '.join(names)}); use one kind.")
+    return table, splits, corpora
+
+
+try:
+    SOURCES, SPLIT_CORPORA, CORPORA = _resolve_data()
 except UserError as exc:
     # One line and a non-zero exit before any job runs, not a traceback.
     sys.exit(f"rnnmt: {exc}")
@@ -18,6 +47,9 @@ SYSTEMS = rnnmt_config.active_systems(config)
 PAIRS = sorted({config["systems"][s]["pair"] for s in SYSTEMS})
 BPE = PRESET["vocab"]["kind"] == "bpe"
 DEMO = PRESET["data"]["source"] == "synthetic"
+# The split the selection step reads: LIUM's released selection, or the pool to select from.
+SELECTION_SPLIT = "preselected" if PRESET["selection"]["method"] in SOURCES["preselected"] else "pool"
+ARCHIVE_FILES = {rnnmt_sources.file_name(SOURCES, key): key for key in SOURCES["archives"]}
 # How score files measure BLEU against length (Figure 2 settings; schema defaults when the figure is off).
 LENGTH_CURVE = {
     key: config["figures"].get("bahdanau2014_fig2", {}).get(key, default)
@@ -33,7 +65,10 @@ wildcard_constraints:
     lang=r"[a-z]{2}",
     src=r"[a-z]{2}",
     tgt=r"[a-z]{2}",
-    split="pool|indomain|dev|test",
+    split="pool|indomain|dev|test|preselected",
+    corpus="|".join(map(re.escape, sorted({c for names in CORPORA.values() for c in names}))) or "NONE",
+    archive="|".join(map(re.escape, SOURCES["archives"])),
+    file="|".join(map(re.escape, ARCHIVE_FILES)),
     system="|".join(map(re.escape, SYSTEMS)) if SYSTEMS else "NONE",
     table="|".join(map(re.escape, config["tables"])),
     subset="all|nounk",
@@ -50,9 +85,53 @@ def tgt_lang(system):
 
 
 def split_corpora(pair, split):
-    """The raw corpora that make up one split of a pair at the active scale."""
-    c = PRESET["corpora"][pair]
-    return {"pool": c["train"], "indomain": c["indomain"], "dev": c["dev"], "test": [c["test"]]}[split]
+    """The raw corpora that make up one split of a pair at the active scale (the tables read the first test set)."""
+    splits = SPLIT_CORPORA[pair]
+    if split == "test":
+        return splits["test"][:1]
+    return splits["train" if split == "pool" else split]
+
+
+def part_path(part):
+    """Where one input file of a corpus lies: an extracted archive member, or the downloaded file itself."""
+    if part.member is None:
+        return f"results/data/archives/{rnnmt_sources.file_name(SOURCES, part.archive)}"
+    return f"results/data/extracted/{part.archive}/{part.member}"
+
+
+def raw_corpus_inputs(wildcards):
+    c = CORPORA[f"{wildcards.src}-{wildcards.tgt}"][wildcards.corpus]
+    return {"src": [part_path(p) for p in c.src], "tgt": [part_path(p) for p in c.tgt]}
+
+
+def raw_corpus_flags(wildcards):
+    c = CORPORA[f"{wildcards.src}-{wildcards.tgt}"][wildcards.corpus]
+    flags = f"--format {c.format}" + (" --heldout" if c.heldout else "")
+    return flags + (f" --expected-lines {c.lines}" if c.lines is not None else "")
+
+
+def corpus_reports(wildcards):
+    return [f"results/data/raw/{wildcards.pair}/{name}.json" for name in CORPORA[wildcards.pair]]
+
+
+def download_flags(wildcards):
+    """URL, published checksum and size of an archive, and where else it may come from (download: in config)."""
+    key = ARCHIVE_FILES[wildcards.file]
+    archive = SOURCES["archives"][key]
+    flags = ["--url", archive["url"]]
+    if (checksum := rnnmt_sources.checksum(SOURCES, key)) is not None:
+        flags += ["--checksum", f"{checksum.algo}:{checksum.value}"]
+    if archive.get("bytes"):
+        flags += ["--size", str(archive["bytes"])]
+    for option, key in (("--mirror", "mirror"), ("--offline-dir", "dir")):
+        if config["download"][key]:
+            flags += [option, config["download"][key]]
+    return shlex.join(flags)
+
+
+def is_tokenized(pair, split):
+    """Whether the corpora of a split come Moses-tokenized already (Stanford, LIUM; never mixed, see above)."""
+    return any(CORPORA[pair][name].tokenized for name in split_corpora(pair, split)) if not DEMO else False
 
 
 def raw_files(wildcards):
@@ -62,6 +141,8 @@ def raw_files(wildcards):
 
 
 def tokenizer_flags(wildcards):
+    if is_tokenized(wildcards.pair, wildcards.split):
+        return "--pretokenized"
     t = config["pairs"][wildcards.pair]["tokenizer"]
     return ("" if t["escape"] else "--no-escape ") + ("--aggressive-dash-splits" if t["aggressive_dash_splits"] else "")
 
@@ -168,4 +249,5 @@ def final_targets():
         targets.append("results/figures/bahdanau2014_fig2.png")
     if "bahdanau2014_fig3" in figs and figs["bahdanau2014_fig3"]["system"] in SYSTEMS:
         targets.append("results/figures/bahdanau2014_fig3.png")
-    return targets + ["results/provenance.json"]
+    reports = [f"results/data/raw/{pair}/report.json" for pair in PRESET["corpora"]]
+    return targets + reports + ["results/provenance.json"]

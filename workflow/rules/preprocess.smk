@@ -19,8 +19,8 @@ rule tokenize:
 
 rule select_data:
     input:
-        src="results/data/tok/{src}-{tgt}/pool.{src}",
-        tgt="results/data/tok/{src}-{tgt}/pool.{tgt}",
+        src=f"results/data/tok/{{src}}-{{tgt}}/{SELECTION_SPLIT}.{{src}}",
+        tgt=f"results/data/tok/{{src}}-{{tgt}}/{SELECTION_SPLIT}.{{tgt}}",
     output:
         src="results/data/selected/{src}-{tgt}/train.{src}",
         tgt="results/data/selected/{src}-{tgt}/train.{tgt}",
