@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +29,7 @@ def sample_data(tmp_path_factory):
             [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores", "2", "--directory",
              str(tmp / "work"), "--config", "scale=sample", f"download={{mirror: '{url}', checksums: '{checksums}'}}",
              "--", *TARGETS],
-            capture_output=True, text=True, timeout=600,
+            capture_output=True, text=True, timeout=600, env={**os.environ, "no_proxy": "127.0.0.1", "NO_PROXY": "127.0.0.1"},
         )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     return tmp / "work" / "results"
