@@ -13,6 +13,7 @@ configfile: str(Path(workflow.basedir) / "config.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/preprocess.smk"
+include: "workflow/rules/select.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"

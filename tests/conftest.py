@@ -29,6 +29,30 @@ def tiny_model_config(encoder: str = "bigru", attention: str = "additive", init:
     }
 
 
+def tiny_luong_config(attention: str = "global", score: str = "general", **changes) -> dict:
+    """A 2-layer Luong model: reversed source without EOS, input feeding, no biases."""
+    return {
+        "encoder": "lstm",
+        "decoder": "lstm",
+        "attention": attention,
+        "score": score,
+        "emb": 8,
+        "hidden": 12,
+        "layers": 2,
+        "dropout": 0.0,
+        "bias": False,
+        "state_clip": None,
+        "feed_input": True,
+        "window": 2,
+        "max_positions": 10,
+        "source_eos": False,
+        "reverse_source": True,
+        "init": "luong",
+        "init_range": 0.3,
+        **changes,
+    }
+
+
 @pytest.fixture
 def tiny_model():
     torch.manual_seed(0)

@@ -1,79 +1,134 @@
-"""Beam search semantics (paper-spec §1.11)."""
+"""Beam search semantics: GroundHog's shrinking beam (paper-spec §1.11) and Luong's constant one (§4.7)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from rnnmt.decode.beam import beam_search
+from rnnmt.decode.beam import BeamSettings, _search, beam_search
+from rnnmt.models.build import build_model
 from rnnmt.text.vocab import Vocab
-from rnnmt.train.batching import pad_with_eos
+from rnnmt.train.batching import SourceFormat, pad
+
+from conftest import tiny_luong_config, tiny_model_config
 
 SOURCES = [torch.tensor([5, 6, 7]), torch.tensor([8, 9, 10, 11, 12, 13]), torch.tensor([14])]
+GROUNDHOG = BeamSettings(width=1)
+LUONG = BeamSettings(width=1, shrink=False, max_ratio=1.5, stack=100)
 
 
-def greedy(model, src: torch.Tensor, forbid_unk: bool = False) -> list[int]:
-    """Reference greedy decoder for one sentence, with the same length rules as the beam."""
-    src, mask = pad_with_eos([src])
-    enc = model.encode(src, mask)
+def model_and_format(kind: str):
+    torch.manual_seed(0)
+    cfg = tiny_model_config() if kind == "groundhog" else tiny_luong_config()
+    return build_model(cfg, 20, 20).eval(), SourceFormat.of(cfg)
+
+
+@pytest.fixture(params=["groundhog", "luong"])
+def family(request):
+    model, fmt = model_and_format(request.param)
+    return model, fmt, GROUNDHOG if request.param == "groundhog" else LUONG
+
+
+def output_bias(model) -> torch.Tensor:
+    """The bias of the output layer (GroundHog's W_o, or W_s for a Luong model given one)."""
     dec = model.decoder
-    keys, s = dec.attention.prepare(enc), dec.init_state(enc)
-    e = torch.zeros(1, dec.embed.weight.shape[1])
+    return dec.W_o.bias if hasattr(dec, "W_o") else dec.W_s.bias
+
+
+def greedy(model, fmt: SourceFormat, settings: BeamSettings, src: torch.Tensor, forbid_unk: bool = False) -> list[int]:
+    """Reference greedy decoder for one sentence through the step interface, with the beam's length rules."""
+    src, mask = fmt.batch([src])
+    ctx, state = model.begin(src, mask)
     n = int(mask.sum())
     out = []
-    for step in range(3 * n):
-        logits, c, _ = dec.predict(s, e, keys, enc)
-        logits[0, [Vocab.PAD, Vocab.BOS] + ([Vocab.UNK] if forbid_unk else [])] = float("-inf")
-        if step < n // 2:
-            logits[0, Vocab.EOS] = float("-inf")
-        y = int(logits.argmax())
+    for step in range(int(settings.max_ratio * n)):
+        logp, _, state = model.predict(ctx, state, step)
+        logp[0, [Vocab.PAD, Vocab.BOS] + ([Vocab.UNK] if forbid_unk else [])] = float("-inf")
+        if step < int(settings.min_ratio * n):
+            logp[0, Vocab.EOS] = float("-inf")
+        y = int(logp.argmax())
         if y == Vocab.EOS:
             break
         out.append(y)
-        s, e = dec.advance(s, torch.tensor([y]), c)
+        state = model.advance(ctx, state, torch.tensor([y]))
     return out
 
 
-def test_beam_width_one_equals_greedy(tiny_model):
-    src, mask = pad_with_eos(SOURCES)
-    hyps = beam_search(tiny_model, src, mask, beam=1)
-    assert [h.tokens for h in hyps] == [greedy(tiny_model, s) for s in SOURCES]
+def test_beam_width_one_equals_greedy(family):
+    model, fmt, settings = family
+    src, mask = fmt.batch(SOURCES)
+    hyps = beam_search(model, src, mask, settings)
+    assert [h.tokens for h in hyps] == [greedy(model, fmt, settings, s) for s in SOURCES]
 
 
-def test_batched_beam_equals_one_sentence_at_a_time(tiny_model):
-    src, mask = pad_with_eos(SOURCES)
-    batched = beam_search(tiny_model, src, mask, beam=4)
+@pytest.mark.parametrize("kind", ["groundhog", "luong"])
+def test_batched_beam_equals_one_sentence_at_a_time(kind):
+    model, fmt = model_and_format(kind)
+    settings = BeamSettings(width=4, shrink=kind == "groundhog", max_ratio=3.0 if kind == "groundhog" else 1.5)
+    src, mask = fmt.batch(SOURCES)
+    batched = beam_search(model, src, mask, settings)
     for s, hyp in zip(SOURCES, batched):
-        one, one_mask = pad_with_eos([s])
-        alone = beam_search(tiny_model, one, one_mask, beam=4)[0]
-        assert alone.tokens == hyp.tokens
+        one, one_mask = fmt.batch([s])
+        alone = beam_search(model, one, one_mask, settings)[0]
+        assert alone.tokens == hyp.tokens and alone.align == hyp.align
         assert abs(alone.logprob - hyp.logprob) < 1e-4
 
 
-def test_hypothesis_score_is_the_model_probability_of_its_words(tiny_model):
+@pytest.mark.parametrize("kind", ["groundhog", "luong"])
+def test_hypothesis_score_is_the_model_probability_of_its_words(kind):
     """The beam's summed log-probability equals teacher-forced scoring of the same words plus EOS."""
+    model, fmt = model_and_format(kind)
+    if kind == "luong":
+        model = build_model(tiny_luong_config(bias=True), 20, 20).eval()
     with torch.no_grad():
-        tiny_model.decoder.W_o.bias[Vocab.EOS] = 3.0  # so that every sentence finishes
-    src, mask = pad_with_eos(SOURCES)
-    for row, hyp in enumerate(beam_search(tiny_model, src, mask, beam=4)):
-        assert hyp.finished
-        tgt, _ = pad_with_eos([torch.tensor(hyp.tokens, dtype=torch.long)])
+        output_bias(model)[Vocab.EOS] = 3.0  # so that every sentence finishes
+    src, mask = fmt.batch(SOURCES)
+    settings = BeamSettings(width=4, shrink=kind == "groundhog")
+    for row, hyp in enumerate(beam_search(model, src, mask, settings)):
+        assert hyp.finished and len(hyp.align) == len(hyp.tokens) + 1
+        tgt, _ = pad([torch.tensor(hyp.tokens, dtype=torch.long)])
         with torch.no_grad():
-            logits, _ = tiny_model(src[row : row + 1], mask[row : row + 1], tgt)
+            logits, alpha = model(src[row : row + 1], mask[row : row + 1], tgt)
         logp = torch.log_softmax(logits[0], dim=-1).gather(1, tgt[0].unsqueeze(1)).sum()
         assert abs(float(logp) - hyp.logprob) < 1e-4
+        assert hyp.align == alpha[0].argmax(dim=-1).tolist()
 
 
-def test_length_limits(tiny_model):
-    src, mask = pad_with_eos(SOURCES)
-    for s, hyp in zip(SOURCES, beam_search(tiny_model, src, mask, beam=3)):
+def test_groundhog_length_limits():
+    model, fmt = model_and_format("groundhog")
+    src, mask = fmt.batch(SOURCES)
+    for s, hyp in zip(SOURCES, beam_search(model, src, mask, BeamSettings(width=3))):
         n = len(s) + 1  # with EOS
         assert n // 2 <= len(hyp.tokens) <= 3 * n
+
+
+def test_luong_length_limits_and_constant_width():
+    """Luong's beam: at least ⌊0.5·|x|⌋ words, at most ⌊1.5·|x|⌋ steps; EOS never shrinks the beam."""
+    torch.manual_seed(0)
+    model, fmt = build_model(tiny_luong_config(bias=True), 20, 20).eval(), SourceFormat.of(tiny_luong_config())
+    with torch.no_grad():
+        model.decoder.W_s.bias[Vocab.EOS] = 4.0  # EOS is likely at every step once allowed
+    src, mask = fmt.batch(SOURCES)
+    settings = BeamSettings(width=3, shrink=False, max_ratio=1.5, stack=5)
+    for s, hyp in zip(SOURCES, beam_search(model, src, mask, settings)):
+        assert len(s) // 2 <= len(hyp.tokens) <= int(1.5 * len(s))
+    # With EOS always best, a shrinking beam stops after `width` finished hypotheses, all of the
+    # shortest length; the constant beam goes on collecting longer ones up to the stack size.
+    with torch.no_grad():
+        finished_const, _ = _search(model, src, mask, settings, False)
+        finished_shrink, _ = _search(model, src, mask, BeamSettings(width=3, shrink=True, max_ratio=1.5), False)
+    for s, const, shrink in zip(SOURCES, finished_const, finished_shrink):
+        assert len(shrink) <= 3
+        if int(1.5 * len(s)) > len(s) // 2 + 1:
+            assert len(const) > len(shrink) and len(const) <= 5
+            assert len({len(h.tokens) for h in const}) > 1
 
 
 def test_no_unk_decoding_never_emits_unk(tiny_model):
     with torch.no_grad():
         tiny_model.decoder.W_o.bias[Vocab.UNK] = 50.0  # UNK would win every step
         tiny_model.decoder.W_o.bias[Vocab.EOS] = 20.0  # and EOS next, once allowed
-    src, mask = pad_with_eos(SOURCES)
-    assert all(Vocab.UNK in h.tokens for h in beam_search(tiny_model, src, mask, beam=3))
-    assert all(Vocab.UNK not in h.tokens for h in beam_search(tiny_model, src, mask, beam=3, forbid_unk=True))
+    src, mask = SourceFormat().batch(SOURCES)
+    settings = BeamSettings(width=3)
+    assert all(Vocab.UNK in h.tokens for h in beam_search(tiny_model, src, mask, settings))
+    assert all(Vocab.UNK not in h.tokens for h in beam_search(tiny_model, src, mask, settings, forbid_unk=True))

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from rnnmt.errors import UserError
-from rnnmt.evaluate.bleu import detokenized_bleu, tokenized_bleu
+from rnnmt.evaluate.bleu import detokenized_bleu, rejoin_hyphens, tokenized_bleu
 
 
 def test_identical_text_scores_100():
@@ -55,3 +55,12 @@ def test_detokenized_bleu_scores_against_raw_text_with_13a_signature():
     assert score == pytest.approx(100.0)
     assert "tok:13a" in signature
     assert "nrefs:1" in signature
+
+
+def test_rejoined_hyphens_count_as_one_token():
+    """Luong's post-processing: ' @-@ ' and Stanford's ' ##AT##-##AT## ' become '-' before BLEU."""
+    assert rejoin_hyphens(["ein gut @-@ bekanntes Haus", "a well ##AT##-##AT## known house", "x - y"]) == [
+        "ein gut-bekanntes Haus", "a well-known house", "x - y"]  # fmt: skip
+    hyp, ref = ["ein gut @-@ bekanntes Haus ."], ["ein gut ##AT##-##AT## bekanntes Haus ."]
+    assert tokenized_bleu(rejoin_hyphens(hyp), rejoin_hyphens(ref)) == pytest.approx(100.0)
+    assert tokenized_bleu(hyp, ref) < 100

@@ -22,7 +22,8 @@ def test_shipped_config_is_valid_and_defaults_are_filled():
     c = cfg.validate(raw_config(), SCHEMA)
     assert c["evaluation"]["beam"] == 10
     assert c["pairs"]["en-fr"]["tokenizer"] == {"escape": True, "aggressive_dash_splits": False}
-    assert c["scales"]["demo"]["selection"]["method"] == "none"
+    assert c["scales"]["demo"]["selection"]["method"] == "axelrod"
+    assert c["scales"]["sample"]["selection"] == {**c["scales"]["sample"]["selection"], "method": "none", "cut": "global", "order": 4}
 
 
 @pytest.mark.parametrize(
@@ -37,7 +38,7 @@ def test_shipped_config_is_valid_and_defaults_are_filled():
         (lambda c: c["figures"]["bahdanau2014_fig3"].update(system="rnnsearch-5O"), "figures.bahdanau2014_fig3.system"),
         (lambda c: c["tables"]["bahdanau2014_table1"]["check"].update(search="rnnsearch50"), "check.search 'rnnsearch50'"),
         (lambda c: c["scales"]["demo"]["vocab"].pop("size"), "'size' is a required property"),
-        (lambda c: c["scales"]["paper"]["selection"].update(method="axelrod") or c.update(scale="paper"), "selects data with 'axelrod'"),
+        (lambda c: c["scales"]["paper"]["selection"].update(method="xenc"), "key 'scales.paper.selection.method'"),
         (lambda c: c["scales"]["sample"]["corpora"].update(fr={"set": "x"}), "corpora.fr is not a pair"),
     ],
 )
@@ -77,3 +78,57 @@ class UniqueKeyLoader(yaml.SafeLoader):
 @pytest.mark.parametrize("path", ["config.yaml", "workflow/schemas/config.schema.yaml", "tests/config/tiny.yaml"])
 def test_no_key_is_given_twice(path):
     yaml.load((ROOT / path).read_text(), Loader=UniqueKeyLoader)
+
+
+def test_axelrod_needs_in_domain_text_and_every_per_corpus_share():
+    selection = {"cut": "per_corpus", "fractions": {"a": 0.5}}
+    with pytest.raises(UserError, match="corpora.en-fr.indomain is empty"):
+        cfg.check_axelrod(selection, "en-fr", {"train": ["a"], "indomain": []})
+    with pytest.raises(UserError, match="needs selection.fractions for b"):
+        cfg.check_axelrod(selection, "en-fr", {"train": ["a", "b"], "indomain": ["a"]})
+    cfg.check_axelrod({"cut": "global"}, "en-fr", {"train": ["a", "b"], "indomain": ["a"]})
+
+
+def test_a_luong_system_takes_its_recipe_then_the_scale_override_then_its_own_settings():
+    c = cfg.validate(raw_config(), SCHEMA)
+    c["scale"] = "paper"
+    local_p = cfg.system_config(c, "luong-localp-general-feed")
+    assert local_p["pair"] == "en-de"
+    model, train = local_p["model"], local_p["train"]
+    assert (model["layers"], model["hidden"], model["emb"], model["bias"], model["source_eos"]) == (4, 1000, 1000, False, False)
+    assert (model["attention"], model["score"], model["feed_input"], model["reverse_source"]) == ("local-p", "general", True, True)
+    assert model["dropout"] == 0.2 and train["epochs"] == 12 and train["lr_decay"] == {"after_epoch": 8, "factor": 0.5}
+    assert (train["optimizer"], train["loss"], train["clip_norm"], train["batch_size"]) == ({"name": "sgd", "lr": 1.0}, "sentence_mean", 5.0, 128)
+    assert "align_hidden" not in model  # nothing leaks from the GroundHog scale preset
+    assert cfg.system_config(c, "luong-base")["train"]["lr_decay"] == {"after_epoch": 5, "factor": 0.5}
+    decode = cfg.system_settings(c, "luong-base")["decode"]
+    assert decode == {"beam": 12, "normalize": False, "shrink": False, "min_ratio": 0.5, "max_ratio": 1.5, "stack": 100}
+    assert cfg.system_settings(c, "rnnsearch-50")["decode"] == {"beam": 10, "normalize": False}
+    # The demo maps En-De onto its own pair and uses the recipe's small demo sizes.
+    c["scale"] = "demo"
+    demo = cfg.system_config(c, "luong-localp-general-feed")
+    assert demo["pair"] == "en-fr" and demo["model"]["hidden"] == 128 and demo["model"]["dropout"] == 0.0
+    assert cfg.active_ensembles(c) == []
+
+
+def test_selection_can_differ_per_pair():
+    c = cfg.validate(raw_config(), SCHEMA)
+    c["scale"] = "paper"
+    assert cfg.selection_method(c, "en-fr") == "axelrod" and cfg.selection_method(c, "en-de") == "none"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda c: c["systems"]["luong-base"].update(recipe="luong2016"), "recipe 'luong2016' is not under 'recipes'"),
+        (lambda c: c["recipes"]["luong2015"].update(base="luong2015-dropout"), "form a cycle"),
+        (lambda c: c["ensembles"]["luong-ensemble"]["members"].append("luong-nope"), "ensembles.luong-ensemble names luong-nope"),
+        (lambda c: c["ensembles"]["luong-ensemble"]["members"].append("rnnsearch-50"), "translate different pairs"),
+    ],
+)
+def test_recipe_and_ensemble_mistakes_are_one_line_errors(change, message):
+    c = raw_config()
+    c["scale"] = "paper"
+    change(c)
+    with pytest.raises(UserError, match=message):
+        cfg.validate(c, SCHEMA)

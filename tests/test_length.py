@@ -3,7 +3,7 @@
 import pytest
 
 from rnnmt.errors import UserError
-from rnnmt.evaluate.length import length_curve, split_bleu, window_bounds
+from rnnmt.evaluate.length import length_curve, length_groups, split_bleu, window_bounds
 
 PERFECT = "one two three four five"
 # Two short sentences translated perfectly, three long ones translated imperfectly.
@@ -56,3 +56,15 @@ def test_split_bleu_empty_side_is_none():
     split = split_bleu(HYPS, REFS, LENGTHS, threshold=100)
     assert split["long"] == {"bleu": None, "n": 0}
     assert split["short"]["n"] == 5
+
+
+def test_length_groups_follow_luongs_protocol():
+    """Sorted by reference length (stable), consecutive groups; x = the group's longest reference."""
+    refs = ["a b c", "a", "a b c d e", "a b", "a b c d"]
+    hyps = ["a b c", "a", "x y z w v", "a b", "a b c d"]
+    groups = length_groups(hyps, refs, group_size=2)
+    # Order by length: "a"(1), "a b"(2) | "a b c"(3), "a b c d"(4) | "a b c d e"(5).
+    assert [(g["x"], g["n"]) for g in groups] == [(2, 2), (4, 2), (5, 1)]
+    assert [g["bleu"] for g in groups[1:]] == [pytest.approx(100.0), 0.0]
+    with pytest.raises(UserError, match="group size"):
+        length_groups(hyps, refs, group_size=0)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from rnnmt.models.attention import AdditiveAttention
-from rnnmt.models.build import build_model, init_groundhog
+from rnnmt.models.build import build_model
 from rnnmt.models.encoders import Encoded
 from rnnmt.models.gru import GroundhogGRU
 
@@ -90,7 +90,6 @@ def test_padding_does_not_change_a_sentence(tiny_model):
 def test_groundhog_init_follows_the_paper():
     torch.manual_seed(0)
     model = build_model(tiny_model_config(init="groundhog"), 20, 20)
-    init_groundhog(model)
     att = model.decoder.attention
     assert torch.all(att.v_a.weight == 0)  # uniform attention at the first update
     assert att.W_a.weight.std() < 0.01 and model.decoder.embed.weight.std() < 0.05
@@ -116,11 +115,8 @@ def test_training_pass_equals_step_by_step_decoding(encoder, attention):
     src = torch.tensor([[5, 6, 7, 2]])
     tgt = torch.tensor([[9, 10, 11, 2]])
     logits, _ = model(src, src != 0, tgt)
-    enc = model.encode(src, src != 0)
-    dec = model.decoder
-    keys, s = dec.attention.prepare(enc), dec.init_state(enc)
-    e = torch.zeros(1, 8)
+    ctx, state = model.decoder.begin(model.encode(src, src != 0))
     for t in range(tgt.shape[1]):
-        step_logits, c, _ = dec.predict(s, e, keys, enc)
+        step_logits, _, state = model.decoder.predict(ctx, state, t)
         assert torch.allclose(step_logits, logits[:, t], atol=1e-5)
-        s, e = dec.advance(s, tgt[:, t], c)
+        state = model.decoder.advance(ctx, state, tgt[:, t])

@@ -11,6 +11,7 @@ from rnnmt.evaluate.tables import (
     DEMO_BANNER,
     attention_check,
     build_table1,
+    build_luong_table,
     build_table2,
     write_table,
 )
@@ -217,3 +218,34 @@ def test_attention_check_missing_systems_and_thresholds():
     scores = {"a": _scores(20.0, 21.0, 18.0), "b": _scores(15.0, 17.0, 9.0, threshold=20)}
     with pytest.raises(UserError, match="thresholds"):
         attention_check(scores, search="a", encdec="b")
+
+
+def test_score_system_without_nounk_and_with_rejoined_hyphens(system_files, tmp_path):
+    files = {k: v for k, v in system_files.items() if k not in ("hyps_nounk", "nounk_ids")}
+    files["hyps_all"] = _write(tmp_path / "h.tok", ["un court @-@ ici .", "cette phrase est plus longue que les autres .", "court aussi , oui ."])
+    files["refs_tok"] = _write(tmp_path / "r.tok", ["un court-ici .", system_files["refs_tok"].read_text().splitlines()[1], "court aussi , oui ."])
+    plain, rejoined = score_system(**files), score_system(**files, rejoin=True)
+    assert plain["bleu_nounk"] is None and plain["n_nounk"] is None
+    assert rejoined["bleu_all"] > plain["bleu_all"] and rejoined["hyphens_rejoined"]
+    assert [g["n"] for g in rejoined["length_groups"]] == [3]
+    with pytest.raises(UserError, match="give both or neither"):
+        score_system(**files, nounk_ids=system_files["nounk_ids"])
+
+
+def test_luong_table_reads_perplexity_bleu_and_unk_columns():
+    scores = {"bleu_all": 18.0, "sacrebleu_all": 17.0, "sacrebleu_signature": SIGNATURE}
+    rows = [
+        {"system": "WMT best", "published": {"bleu": 20.7}},
+        {"system": "global (dot)", "scores": scores, "scores_unk": {**scores, "bleu_all": 19.5}, "meta": {"heldout_ppl": {"test": 6.5}},
+         "published": {"ppl": 6.1, "bleu": 18.6, "bleu_unk": 20.5}},
+        {"system": "global (concat)", "scores": scores, "scores_unk": scores, "meta": {"heldout_ppl": {"test": 7.0}}, "published": {"ppl": 6.7}},
+    ]  # fmt: skip
+    df = build_luong_table(rows, demo=False, unk_column=True)
+    row = df.iloc[1]
+    assert (row["Ppl"], row["BLEU"], row["BLEU +unk"]) == (6.5, 18.0, 19.5)
+    assert row["delta Ppl"] == pytest.approx(0.4) and row["delta BLEU +unk"] == pytest.approx(-1.0)
+    assert pd.isna(df.iloc[0]["BLEU"]) and df.iloc[0]["published BLEU"] == 20.7
+    assert pd.isna(df.iloc[2]["delta BLEU"]) and df.iloc[2]["delta Ppl"] == pytest.approx(0.3)
+    demo = build_luong_table(rows, demo=True)
+    assert "BLEU +unk" not in demo.columns and not any(c.startswith("delta") for c in demo.columns)
+    assert any("mteval" in note for note in demo.attrs["notes"])

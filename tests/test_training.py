@@ -10,8 +10,9 @@ import torch
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train import checkpoint
-from rnnmt.train.batching import BatchStream, length_filter
-from rnnmt.train.loop import Trainer, TrainingInterrupted
+from rnnmt.train.batching import BatchStream, SourceFormat, length_filter
+from rnnmt.train.loop import Trainer, TrainingInterrupted, _loss
+from rnnmt.train.optim import clip_gradients, learning_rate
 
 from conftest import tiny_system
 
@@ -134,3 +135,76 @@ def test_stale_checkpoint_takes_its_best_weights_with_it(tiny_corpus, tmp_path):
     other.run()
     assert other.state.best_update == 0  # no validation yet: the old best.pt was not used
     assert not (tmp_path / "ckpt" / "best.pt").exists()
+
+
+# --- Luong et al. 2015's recipe (paper-spec §4.5) ----------------------------------------------
+
+
+def test_learning_rate_halves_every_epoch_after_the_fifth():
+    sgd = {"name": "sgd", "lr": 1.0}
+    decay = {"after_epoch": 5, "factor": 0.5}
+    assert [learning_rate(sgd, decay, e) for e in range(8)] == [1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 0.25, 0.125]
+    # Dropout systems start halving after epoch 8; no decay means a constant rate.
+    assert learning_rate(sgd, {"after_epoch": 8, "factor": 0.5}, 8) == 0.5
+    assert learning_rate({"name": "adam"}, None, 11) == 1e-3
+
+
+def test_trainer_applies_the_schedule_by_epoch(tiny_corpus, tmp_path):
+    trainer = make_trainer(tiny_corpus, tmp_path, updates=30, optimizer={"name": "sgd", "lr": 1.0}, lr_decay={"after_epoch": 1, "factor": 0.5})
+    seen = []
+    for u in range(30):
+        trainer.step(u)
+        seen.append((int(trainer.stream.epochs(u)), trainer.optimizer.param_groups[0]["lr"]))
+    assert {epoch: lr for epoch, lr in seen} == {e: 0.5**e for e in range(max(e for e, _ in seen) + 1)}
+
+
+def test_clipping_can_leave_the_embeddings_out_of_the_norm():
+    """Luong: the norm of all gradients but the embeddings; if above 5, every gradient is rescaled."""
+    emb, other = torch.nn.Parameter(torch.zeros(2)), torch.nn.Parameter(torch.zeros(2))
+    emb.grad, other.grad = torch.tensor([30.0, 40.0]), torch.tensor([6.0, 8.0])
+    norm = clip_gradients([emb, other], 5.0, [other])
+    assert norm == pytest.approx(10.0)
+    assert other.grad.tolist() == pytest.approx([3.0, 4.0]) and emb.grad.tolist() == pytest.approx([15.0, 20.0])
+    emb.grad, other.grad = torch.tensor([30.0, 40.0]), torch.tensor([0.6, 0.8])
+    clip_gradients([emb, other], 5.0, [other])  # norm 1 without the embeddings: nothing changes
+    assert emb.grad.tolist() == [30.0, 40.0]
+
+
+def test_trainer_measures_the_norm_without_embeddings(tiny_corpus, tmp_path):
+    trainer = make_trainer(tiny_corpus, tmp_path, clip_embeddings=False)
+    names = {id(p): n for n, p in trainer.model.named_parameters()}
+    assert all(".embed." not in names[id(p)] for p in trainer.norm_params)
+    assert len(trainer.norm_params) < len(trainer.params)
+
+
+def test_sentence_mean_loss_is_the_sum_over_the_batch_size(tiny_corpus):
+    data = ParallelData.load(tiny_corpus["data"])
+    batch = BatchStream(data, batch_size=4, sort_k=1, max_len=None, seed=1).batch(0)
+    per_sentence = torch.tensor([1.0, 2.0, 3.0, 6.0])
+    assert float(_loss(per_sentence, batch, "sentence_mean")) == 3.0
+    assert float(_loss(per_sentence, batch, "sum")) == 12.0
+    assert float(_loss(per_sentence, batch, "token_mean")) == pytest.approx(12.0 / batch.target_tokens)
+
+
+def test_luong_batches_sort_by_target_length_and_shuffle_their_order(tiny_corpus):
+    data = ParallelData.load(tiny_corpus["data"])
+    fmt = SourceFormat(eos=False, reverse=True)
+    stream = BatchStream(data, batch_size=2, sort_k=10, max_len=None, seed=4, sort_by="target", shuffle_batches=True, source=fmt)
+    group = [stream.batch(u) for u in range(10)]
+    widths = [int(b.tgt_mask.sum(1).max()) for b in group]
+    assert widths != sorted(widths)  # the batch order is shuffled
+    # Sorted by target length before cutting: the batches' length ranges do not overlap.
+    ranges = sorted((int(b.tgt_mask.sum(1).min()), int(b.tgt_mask.sum(1).max())) for b in group)
+    assert all(hi <= lo for (_, hi), (lo, _) in zip(ranges, ranges[1:]))
+    for b in group:
+        for row, i in enumerate(b.indices):
+            assert b.src[row, : int(data.src_lengths[i])].tolist() == data.src(int(i)).flip(0).tolist()
+            assert not (b.src[row] == Vocab.EOS).any()
+    again = BatchStream(data, batch_size=2, sort_k=10, max_len=None, seed=4, sort_by="target", shuffle_batches=True, source=fmt)
+    assert torch.equal(again.batch(7).indices, stream.batch(7).indices)
+
+
+def test_an_epoch_budget_sets_the_updates(tiny_corpus, tmp_path):
+    trainer = make_trainer(tiny_corpus, tmp_path, epochs=2, updates=1, max_len=None)
+    assert trainer.budget == 2 * 40 // 4
+    assert trainer.run()["updates"] == 20

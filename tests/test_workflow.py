@@ -47,9 +47,14 @@ def test_tiny_end_to_end_then_nothing_to_do(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     results = tmp_path / "results"
     for name in ("tables/bahdanau2014_table1.md", "tables/bahdanau2014_table2.csv", "figures/bahdanau2014_fig2.png",
-                 "figures/bahdanau2014_fig3.png", "provenance.json", "models/rnnsearch-50/meta.json"):  # fmt: skip
+                 "figures/bahdanau2014_fig3.png", "provenance.json", "models/rnnsearch-50/meta.json",
+                 "tables/luong2015_table1.md", "tables/luong2015_table4.csv", "figures/luong2015_fig5.png",
+                 "figures/luong2015_fig6.png", "figures/luong2015_fig7.png", "translations/luong-localp-general-feed/test.unk.txt"):  # fmt: skip
         assert (results / name).stat().st_size > 0, name
+    assert (results / "data/unkdict/en-fr.tsv").exists()  # empty: the tiny vocabularies keep every word
     assert "Synthetic demo data" in (results / "tables/bahdanau2014_table1.md").read_text()
+    table4 = (results / "tables/luong2015_table4.md").read_text()
+    assert "global (dot)" in table4 and "BLEU +unk" in table4 and "local-m" not in table4  # the demo's subset
     again = snakemake(*args, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
 
@@ -64,12 +69,12 @@ def test_dry_run_of_the_paper_scale_fetches_everything_both_papers_used(tmp_path
     assert run.returncode == 0, run.stderr
     planned = _planned_outputs(run.stdout)
     table = sources.load()
-    wmt = [key for key in table["archives"] if not key.startswith("stanford")]
+    wmt = [key for key in table["archives"] if not key.startswith(("stanford", "lium"))]
     for key in wmt:
         assert f"results/data/archives/{sources.file_name(table, key)}" in planned, key
     expected = {
         "en-fr": ["europarl-v7", "commoncrawl", "un", "news-commentary-v9", "giga-fren", "newstest2012", "newstest2013",
-                  "newstest2014", "lium-selected"],
+                  "newstest2014"],
         "en-de": ["europarl-v7", "commoncrawl", "news-commentary-v9", "newstest2013", "newstest2014-filtered", "newstest2015"],
     }  # fmt: skip
     for pair, names in expected.items():
@@ -79,6 +84,19 @@ def test_dry_run_of_the_paper_scale_fetches_everything_both_papers_used(tmp_path
     assert "results/data/extracted/giga-fren/giga-fren.release2.fixed.fr.gz" in planned
     assert "results/data/extracted/test-filtered/test/newstest2014-deen-ref.de.sgm" in planned
     assert "download_archive" in run.stdout and "rnnsearch-50star" in run.stdout
+    # Axelrod selection by default: 40 scoring shards, no LIUM download.
+    assert {f"results/data/selection/en-fr/scores/{k}.npz" for k in (0, 39)} <= planned
+    assert "results/data/archives/bitexts.tgz" not in planned
+
+
+def test_lium_switch_trains_on_the_released_selection(tmp_path):
+    override = tmp_path / "lium.yaml"
+    override.write_text("scales: {paper: {selection: {method: lium}}}\n")
+    run = snakemake("-n", "--directory", str(tmp_path), "--config", "scale=paper", "--configfile", str(ROOT / "config.yaml"), str(override))
+    assert run.returncode == 0, run.stderr
+    planned = _planned_outputs(run.stdout)
+    assert {"results/data/archives/bitexts.tgz", "results/data/tok/en-fr/preselected.fr"} <= planned
+    assert not any("selection/en-fr/scores" in path for path in planned)
 
 
 def test_stanford_switch_replaces_the_en_de_corpora(tmp_path):

@@ -1,4 +1,4 @@
-"""`rnnmt bench train|translate`: throughput figures as JSON, for comparing commits (never asserted)."""
+"""`rnnmt bench train|translate|select`: throughput figures as JSON, for comparing commits (never asserted)."""
 
 from __future__ import annotations
 
@@ -65,26 +65,65 @@ def bench_train(a: argparse.Namespace, device: torch.device) -> dict[str, Any]:
 
 def bench_translate(a: argparse.Namespace, device: torch.device) -> dict[str, Any]:
     """Time beam search over the first steps·batch_size input sentences."""
-    from rnnmt.decode.translate import translate_lines
+    from rnnmt.decode.translate import settings_from_args, translate_lines
     from rnnmt.models.artifact import load_model
 
     _need(a, "model", "input")
     tm = load_model(a.model, device)
     lines = read_lines(a.input)[: a.steps * a.batch_size]
-    translate_lines(tm, lines[: a.batch_size], beam=a.beam, batch_size=a.batch_size, device=device)  # warm-up
+    settings = settings_from_args(a)
+    translate_lines(tm, lines[: a.batch_size], settings, batch_size=a.batch_size, device=device)  # warm-up
     _sync(device)
     start = time.perf_counter()
-    out = translate_lines(tm, lines, beam=a.beam, batch_size=a.batch_size, device=device)
+    out = translate_lines(tm, lines, settings, batch_size=a.batch_size, device=device)
     _sync(device)
     seconds = time.perf_counter() - start
     return {
         "system": tm.system["name"],
         "sentences": len(lines),
-        "beam": a.beam,
+        "beam": vars(settings),
         "batch_size": a.batch_size,
         "seconds": seconds,
         "sentences_per_s": len(lines) / seconds,
         "target_tokens_per_s": sum(len(o.split()) + 1 for o in out) / seconds,
+    }
+
+
+def bench_select(a: argparse.Namespace, device: torch.device) -> dict[str, Any]:
+    """Time Axelrod scoring end to end (read, encode, four LMs, CED) over a tokenized pool, one core."""
+    import numpy as np
+
+    from rnnmt.select import axelrod as ax
+    from rnnmt.select.ngram import Encoder, build_vocab
+
+    _need(a, "src", "tgt", "indomain_src", "indomain_tgt")
+    start = time.perf_counter()
+    indomain = {"src": read_lines(a.indomain_src), "tgt": read_lines(a.indomain_tgt)}
+    index = ax.shard_index(a.src, a.tgt, 1)
+    tgt_lengths = ax.token_counts(a.tgt)
+    sample = ax.ood_sample(tgt_lengths, int(sum(len(line.split()) for line in indomain["tgt"])), seed=1)
+    keep = np.zeros(len(tgt_lengths), dtype=bool)
+    keep[sample] = True
+    words, lms = {}, {}
+    for side, path in (("src", a.src), ("tgt", a.tgt)):
+        words[side] = build_vocab(indomain[side])
+        lms[f"in_{side}"] = ax.estimate_lm(indomain[side], words[side], a.order, str(path))
+        ood = [line for line, k in zip(read_lines(path), keep) if k]
+        lms[f"out_{side}"] = ax.estimate_lm(ood, words[side], a.order, "pool sample")
+    prepare = time.perf_counter() - start
+    parts = ax.score_shard(a.src, a.tgt, index, 0, lms, {side: Encoder(w) for side, w in words.items()}, a.chunk_lines)
+    seconds = float(parts["seconds"])
+    pairs = len(parts["n_src"])
+    return {
+        "pairs": pairs,
+        "mean_tokens": {side: float(parts[f"n_{side}"].mean()) for side in ("src", "tgt")},
+        "order": a.order,
+        "chunk_lines": a.chunk_lines,
+        "lm_ngrams": {key: int(sum(len(k) for k in lm.keys)) for key, lm in lms.items()},
+        "prepare_seconds": prepare,
+        "seconds": seconds,
+        "pairs_per_s": pairs / seconds,
+        "tokens_per_s": int(parts["n_src"].sum() + parts["n_tgt"].sum()) / seconds,
     }
 
 
@@ -95,7 +134,7 @@ def _sync(device: torch.device) -> None:
 
 def bench_command(a: argparse.Namespace) -> None:
     device = pick_device(a.device)
-    result = (bench_train if a.what == "train" else bench_translate)(a, device)
+    result = {"train": bench_train, "translate": bench_translate, "select": bench_select}[a.what](a, device)
     result.update(
         {"what": a.what, "device": str(device), "threads": torch.get_num_threads(), "peak_memory_mb": _peak_memory_mb(device), "torch": torch.__version__}
     )

@@ -51,6 +51,25 @@ def add_vocab_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tgt-bpe", type=Path, help="BPE codes of the target side")
 
 
+def ratio(text: str) -> float:
+    """An argparse type: a number above 0."""
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
+    return value
+
+
+def add_beam_arguments(p: argparse.ArgumentParser) -> None:
+    """Beam-search settings: GroundHog's by default, Luong's with --constant-beam --max-ratio 1.5 --stack 100."""
+    p.add_argument("--beam", type=positive, default=10)
+    p.add_argument("--normalize", action="store_true", help="rank by log-probability per word")
+    p.add_argument("--constant-beam", action="store_true",
+                   help="keep the beam width as hypotheses finish (Luong) instead of shrinking it (GroundHog)")  # fmt: skip
+    p.add_argument("--min-ratio", type=float, default=0.5, help="EOS only after this many words per source position")
+    p.add_argument("--max-ratio", type=ratio, default=3.0, help="at most this many steps per source position")
+    p.add_argument("--stack", type=positive, help="--constant-beam: stop after this many finished hypotheses (default: beam)")
+
+
 def load_vocabs(a: argparse.Namespace) -> tuple:
     """(source vocab, target vocab, source BPE segmenter or None, target BPE segmenter or None)."""
     from rnnmt.text.bpe import BpeSegmenter
@@ -141,13 +160,18 @@ def args_assemble(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tgt", type=Path, nargs="+", required=True)
     p.add_argument("--out-src", type=Path, required=True)
     p.add_argument("--out-tgt", type=Path, required=True)
+    p.add_argument("--report", type=Path, help="write the counts per input (JSON) here too")
 
 
 @command("assemble", "concatenate and clean parallel corpora into one pair of files", args_assemble)
 def run_assemble(a: argparse.Namespace) -> None:
     from rnnmt.data.corpus import assemble
+    from rnnmt.fileio import write_json
 
-    print(json.dumps(assemble(a.src, a.tgt, a.out_src, a.out_tgt), indent=2))
+    counts = assemble(a.src, a.tgt, a.out_src, a.out_tgt)
+    if a.report:
+        write_json(a.report, counts)
+    print(json.dumps(counts, indent=2))
 
 
 def args_raw_corpus(p: argparse.ArgumentParser) -> None:
@@ -222,19 +246,167 @@ def run_tokenize(a: argparse.Namespace) -> None:
     print(f"{verb} {n} lines of {a.input} -> {a.output}", file=sys.stderr)
 
 
-def args_select(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--method", choices=["none", "lium"], required=True, help="none: keep all; lium: the pool is LIUM's selection")
+def args_select_vocab(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", type=Path, required=True, help="tokenized in-domain text of one language")
+    p.add_argument("--min-count", type=positive, default=1, help="1 = XenC/LIUM (default), 2 = Moore-Lewis")
+    p.add_argument("--output", type=Path, required=True)
+
+
+@command("select-vocab", "Axelrod selection: the closed LM vocabulary of one language, from the in-domain text", args_select_vocab)
+def run_select_vocab(a: argparse.Namespace) -> None:
+    from rnnmt.select.axelrod import write_vocab
+
+    print(f"{write_vocab(a.input, a.min_count, a.output)} words -> {a.output}", file=sys.stderr)
+
+
+def args_select_sample(p: argparse.ArgumentParser) -> None:
     p.add_argument("--src", type=Path, required=True, help="tokenized pool, source side")
     p.add_argument("--tgt", type=Path, required=True)
+    p.add_argument("--indomain-tgt", type=Path, required=True, help="its target tokens set the sample size")
+    p.add_argument("--seed", type=int, required=True)
     p.add_argument("--out-src", type=Path, required=True)
     p.add_argument("--out-tgt", type=Path, required=True)
+    p.add_argument("--report", type=Path, required=True)
 
 
-@command("select", "data selection from the general pool (methods none and lium keep every pair)", args_select)
+@command("select-sample", "Axelrod selection: a seeded random pool sample of the in-domain size (out-of-domain LM text)", args_select_sample)
+def run_select_sample(a: argparse.Namespace) -> None:
+    from rnnmt.fileio import write_json
+    from rnnmt.select.axelrod import sample_pool
+
+    report = sample_pool(a.src, a.tgt, a.indomain_tgt, a.seed, a.out_src, a.out_tgt)
+    write_json(a.report, report)
+    print(json.dumps(report, indent=2))
+
+
+def args_select_lm(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", type=Path, required=True, help="tokenized text, one sentence per line")
+    p.add_argument("--vocab", type=Path, required=True, help="closed vocabulary (select-vocab)")
+    p.add_argument("--order", type=positive, default=4)
+    p.add_argument("--output", type=Path, required=True, help=".npz")
+
+
+@command("select-lm", "Axelrod selection: estimate an interpolated modified Kneser-Ney LM (numpy)", args_select_lm)
+def run_select_lm(a: argparse.Namespace) -> None:
+    from rnnmt.select.axelrod import build_lm
+
+    lm = build_lm(a.input, a.vocab, a.order, a.output)
+    print(f"order {lm.order}, {sum(len(k) for k in lm.keys)} n-grams -> {a.output}", file=sys.stderr)
+
+
+def args_select_index(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--src", type=Path, required=True, help="tokenized pool, source side")
+    p.add_argument("--tgt", type=Path, required=True)
+    p.add_argument("--shards", type=positive, required=True)
+    p.add_argument("--output", type=Path, required=True)
+
+
+@command("select-index", "Axelrod selection: byte offsets of equal-line shards of the pool", args_select_index)
+def run_select_index(a: argparse.Namespace) -> None:
+    from rnnmt.fileio import write_json
+    from rnnmt.select.axelrod import shard_index
+
+    index = shard_index(a.src, a.tgt, a.shards)
+    write_json(a.output, index)
+    print(f"{index['lines']} pairs in {a.shards} shards -> {a.output}", file=sys.stderr)
+
+
+def args_select_score(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--src", type=Path, required=True, help="tokenized pool, source side")
+    p.add_argument("--tgt", type=Path, required=True)
+    p.add_argument("--index", type=Path, required=True, help="select-index output")
+    p.add_argument("--shard", type=int, required=True)
+    for side in ("src", "tgt"):
+        p.add_argument(f"--{side}-vocab", type=Path, required=True)
+        for domain in ("in", "out"):
+            p.add_argument(f"--lm-{domain}-{side}", type=Path, required=True)
+    p.add_argument("--chunk-lines", type=positive, default=200_000, help="pairs scored at once (memory)")
+    p.add_argument("--output", type=Path, required=True, help=".npz of the score components")
+
+
+@command("select-score", "Axelrod selection: cross-entropy components of one shard of the pool", args_select_score)
+def run_select_score(a: argparse.Namespace) -> None:
+    from rnnmt.fileio import read_json
+    from rnnmt.select.axelrod import load_models, save_scores, score_shard
+
+    lms, encoders = load_models(
+        {"src": a.src_vocab, "tgt": a.tgt_vocab},
+        {f"{d}_{s}": getattr(a, f"lm_{d}_{s}") for d in ("in", "out") for s in ("src", "tgt")},
+    )
+    index = read_json(a.index)
+    if not 0 <= a.shard < index["shards"]:
+        raise UserError(f"--shard {a.shard} is outside the {index['shards']} shards of {a.index}.")
+    parts = score_shard(a.src, a.tgt, index, a.shard, lms, encoders, a.chunk_lines)
+    save_scores(parts, a.output)
+    n, seconds = len(parts["n_src"]), float(parts["seconds"])
+    print(f"shard {a.shard}: {n} pairs in {seconds:.1f} s ({n / max(seconds, 1e-9):.0f} pairs/s) -> {a.output}", file=sys.stderr)
+
+
+def args_select_rank(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scores", type=Path, nargs="+", required=True, help="select-score outputs, in shard order")
+    p.add_argument("--pool-report", type=Path, required=True, help="the pool's assembly report (pairs per corpus)")
+    p.add_argument("--corpora", nargs="+", required=True, help="the pool's corpora, in assembly order")
+    p.add_argument("--cut", choices=["global", "per_corpus"], required=True)
+    p.add_argument("--target-words", type=positive, help="global: budget of tokenized target words")
+    p.add_argument("--fraction", type=float, help="global without --target-words: fraction of the pool's target words")
+    p.add_argument("--keep", type=key_value, action="append", default=[], metavar="CORPUS=FRACTION", help="per_corpus")
+    p.add_argument("--normalise", choices=["words_plus_eos", "words"], default="words_plus_eos",
+                   help="cross-entropy per word with </s> counted (SRILM, XenC v1) or without (Moses MML)")  # fmt: skip
+    p.add_argument("--output", type=Path, required=True, help="selected pool ids (.npy)")
+    p.add_argument("--report", type=Path, required=True)
+
+
+@command("select-rank", "Axelrod selection: rank the pool by bilingual cross-entropy difference and cut", args_select_rank)
+def run_select_rank(a: argparse.Namespace) -> None:
+    import numpy as np
+
+    from rnnmt.fileio import atomic_path, read_json, write_json
+    from rnnmt.select.axelrod import combined, corpus_ranges, load_scores, rank_report, select_ids
+
+    parts = load_scores(a.scores)
+    corpus_of_line = corpus_ranges(read_json(a.pool_report), a.corpora)
+    if len(corpus_of_line) != len(parts["n_src"]):
+        raise UserError(f"{a.pool_report} counts {len(corpus_of_line)} pool pairs but the scores cover {len(parts['n_src'])}; rerun the scoring.")
+    fractions = {name: float(value) for name, value in a.keep}
+    settings = {"cut": a.cut, "target_words": a.target_words, "fraction": a.fraction, "fractions": fractions or None,
+                "normalise": a.normalise}  # fmt: skip
+    ids = select_ids(combined(parts, a.normalise), parts["n_tgt"], corpus_of_line, a.corpora, cut=a.cut, target_words=a.target_words,
+                     fraction=a.fraction, fractions=fractions)  # fmt: skip
+    with atomic_path(a.output) as tmp, open(tmp, "wb") as f:
+        np.save(f, ids)
+    report = rank_report(parts, corpus_of_line, a.corpora, ids, settings)
+    write_json(a.report, report)
+    print(json.dumps(report["total"], indent=2))
+
+
+def args_select(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--method", choices=["none", "lium", "axelrod"], required=True,
+                   help="none: keep all; lium: the pool is LIUM's selection; axelrod: keep --ids")  # fmt: skip
+    p.add_argument("--src", type=Path, required=True, help="tokenized pool, source side")
+    p.add_argument("--tgt", type=Path, required=True)
+    p.add_argument("--ids", type=Path, help="axelrod: selected pool ids (select-rank)")
+    p.add_argument("--test-src", type=Path, help="tokenized test set: selected pairs identical to a test pair are counted")
+    p.add_argument("--test-tgt", type=Path)
+    p.add_argument("--out-src", type=Path, required=True)
+    p.add_argument("--out-tgt", type=Path, required=True)
+    p.add_argument("--rank-report", type=Path, help="axelrod: the select-rank report, merged into --report")
+    p.add_argument("--report", type=Path, help="write the counts (JSON) here too")
+
+
+@command("select", "write the training pairs the selection kept (all for none and lium), in pool order", args_select)
 def run_select(a: argparse.Namespace) -> None:
+    from rnnmt.fileio import read_json, write_json
     from rnnmt.select.selection import select
 
-    print(json.dumps(select(a.method, a.src, a.tgt, a.out_src, a.out_tgt), indent=2))
+    if bool(a.test_src) != bool(a.test_tgt):
+        raise UserError("--test-src and --test-tgt go together: give both sides of the test set or neither.")
+    test = (a.test_src, a.test_tgt) if a.test_src else None
+    result = select(a.method, a.src, a.tgt, a.out_src, a.out_tgt, ids=a.ids, test=test)
+    if a.rank_report:
+        result["ranking"] = read_json(a.rank_report)
+    if a.report:
+        write_json(a.report, result)
+    print(json.dumps(result, indent=2))
 
 
 def args_learn_bpe(p: argparse.ArgumentParser) -> None:
@@ -325,14 +497,16 @@ def run_train(a: argparse.Namespace) -> None:
 
 
 def args_translate(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", type=Path, required=True)
+    p.add_argument("--model", type=Path, nargs="+", required=True, help="a trained model, or several: an ensemble")
     p.add_argument("--input", type=Path, help="tokenized source, one sentence per line (default: stdin)")
     p.add_argument("--output", type=Path, help="default: stdout")
     p.add_argument("--lines", type=Path, help="translate only these 0-based line numbers (a file of integers)")
     p.add_argument("--raw", action="store_true", help="tokenize the input and detokenize the output")
-    p.add_argument("--beam", type=positive, default=10)
-    p.add_argument("--normalize", action="store_true", help="rank by log-probability per word")
+    add_beam_arguments(p)
     p.add_argument("--no-unk", action="store_true", help="never emit UNK (falls back when nothing finishes)")
+    p.add_argument("--unk-replace", action="store_true", help="replace each UNK by its aligned source word's translation")
+    p.add_argument("--unk-dict", type=Path, help="--unk-replace: dictionary from rnnmt unk-dict (default: copy the word)")
+    p.add_argument("--align-output", type=Path, help="also write, per sentence, the most attended source position of each step")
     p.add_argument("--batch-size", type=positive, default=32)
     p.add_argument("--device", default="auto")
 
@@ -353,9 +527,53 @@ def args_align(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-length", type=positive, default=10)
     p.add_argument("--max-length", type=positive, default=20)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--beam", type=positive, default=10)
+    add_beam_arguments(p)
     p.add_argument("--output", type=Path, required=True)
     p.add_argument("--device", default="auto")
+
+
+def args_replace_unk(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", type=Path, required=True, help="the model (an ensemble's first member) that translated")
+    p.add_argument("--hyps", type=Path, required=True, help="tokenized translations")
+    p.add_argument("--align", type=Path, required=True, help="their alignments (rnnmt translate --align-output)")
+    p.add_argument("--src", type=Path, required=True, help="the tokenized source they translate")
+    p.add_argument("--unk-dict", type=Path, help="dictionary from rnnmt unk-dict (default: copy the source word)")
+    p.add_argument("--output", type=Path, required=True)
+
+
+@command("replace-unk", "replace each UNK of a translation by its aligned source word's translation (Luong)", args_replace_unk)
+def run_replace_unk(a: argparse.Namespace) -> None:
+    import torch
+
+    from rnnmt.decode.unk import load_dictionary, replace_unknowns
+    from rnnmt.fileio import read_lines, write_lines
+    from rnnmt.models.artifact import load_model
+
+    tm = load_model(a.model, torch.device("cpu"))
+    out = replace_unknowns(tm, read_lines(a.hyps), read_lines(a.align), read_lines(a.src), load_dictionary(a.unk_dict))
+    write_lines(a.output, out)
+    print(f"{sum(line.split().count('<unk>') for line in read_lines(a.hyps))} UNK replaced in {len(out)} lines -> {a.output}", file=sys.stderr)
+
+
+def args_unk_dict(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--src", type=Path, required=True, help="tokenized training source")
+    p.add_argument("--tgt", type=Path, required=True, help="tokenized training target")
+    add_vocab_arguments(p)
+    p.add_argument("--min-count", type=positive, default=2, help="ignore word pairs seen in fewer sentence pairs")
+    p.add_argument("--output", type=Path, required=True)
+
+
+@command("unk-dict", "dictionary of rare-word translations for UNK replacement (Dice over the training bitext)", args_unk_dict)
+def run_unk_dict(a: argparse.Namespace) -> None:
+    from rnnmt.decode.unk import learn_dictionary, write_dictionary
+    from rnnmt.fileio import iter_lines
+
+    src_vocab, tgt_vocab, src_bpe, tgt_bpe = load_vocabs(a)
+    if src_bpe or tgt_bpe:
+        raise UserError("unk-dict needs word vocabularies (shortlists); BPE models write no UNK.")
+    entries = learn_dictionary(iter_lines(a.src), iter_lines(a.tgt), src_vocab, tgt_vocab, a.min_count)
+    write_dictionary(a.output, entries)
+    print(f"{len(entries)} entries -> {a.output}", file=sys.stderr)
 
 
 @command("align", "attention weights of translated sample sentences (Bahdanau Figure 3)", args_align)
@@ -370,8 +588,8 @@ def run_align(a: argparse.Namespace) -> None:
 
 def args_score(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hyps", type=Path, required=True)
-    p.add_argument("--hyps-nounk", type=Path, required=True)
-    p.add_argument("--nounk-ids", type=Path, required=True)
+    p.add_argument("--hyps-nounk", type=Path, help="translations of the No-UNK subset (Bahdanau Table 1)")
+    p.add_argument("--nounk-ids", type=Path, help="the No-UNK subset's line numbers")
     p.add_argument("--refs-tok", type=Path, required=True)
     p.add_argument("--refs-raw", type=Path, required=True)
     p.add_argument("--src-tok", type=Path, required=True)
@@ -380,6 +598,8 @@ def args_score(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-length", type=positive, default=60)
     p.add_argument("--threshold", type=positive, default=30)
     p.add_argument("--length-by", choices=["source", "reference"], default="source")
+    p.add_argument("--group-size", type=positive, default=200, help="Luong's length groups (Figure 6)")
+    p.add_argument("--rejoin-hyphens", action="store_true", help="rejoin ' @-@ ' / ' ##AT##-##AT## ' before BLEU (Luong)")
     p.add_argument("--output", type=Path, required=True)
 
 
@@ -391,9 +611,10 @@ def run_score(a: argparse.Namespace) -> None:
     scores = score_system(
         hyps_all=a.hyps, refs_tok=a.refs_tok, refs_raw=a.refs_raw, src_tok=a.src_tok, lang=a.lang, hyps_nounk=a.hyps_nounk,
         nounk_ids=a.nounk_ids, window=a.window, max_x=a.max_length, threshold=a.threshold, length_by=a.length_by,
+        group_size=a.group_size, rejoin=a.rejoin_hyphens,
     )  # fmt: skip
     write_json(a.output, scores)
-    nounk = "n/a (empty subset)" if scores["bleu_nounk"] is None else f"{scores['bleu_nounk']:.2f}"
+    nounk = "n/a" if scores["bleu_nounk"] is None else f"{scores['bleu_nounk']:.2f}"
     print(f"BLEU all {scores['bleu_all']:.2f}, No-UNK {nounk}", file=sys.stderr)
 
 
@@ -412,33 +633,72 @@ def run_table(a: argparse.Namespace) -> None:
 
 def args_plot_length(p: argparse.ArgumentParser) -> None:
     p.add_argument("--curve", type=key_value, action="append", required=True, metavar="LABEL=SCORES_JSON")
+    p.add_argument("--field", choices=["length_curve", "length_groups"], default="length_curve",
+                   help="Bahdanau's sliding window (Figure 2) or Luong's groups by reference length (Figure 6)")  # fmt: skip
     p.add_argument("--title", required=True)
     p.add_argument("--xlabel", default="Sentence length (source tokens)")
     p.add_argument("--banner")
     p.add_argument("--output", type=Path, required=True)
 
 
-@command("plot-length", "BLEU against sentence length (Bahdanau Figure 2)", args_plot_length)
+@command("plot-length", "BLEU against sentence length (Bahdanau Figure 2, Luong Figure 6)", args_plot_length)
 def run_plot_length(a: argparse.Namespace) -> None:
     from rnnmt.evaluate.plots import plot_length_curves
     from rnnmt.fileio import read_json
 
-    curves = {label: read_json(path)["length_curve"] for label, path in a.curve}
-    plot_length_curves(curves, a.output, title=a.title, xlabel=a.xlabel, banner=a.banner)
+    curves = {label: read_json(path)[a.field] for label, path in a.curve}
+    plot_length_curves(curves, a.output, title=a.title, xlabel=a.xlabel, banner=a.banner, markevery=10 if a.field == "length_curve" else 1)
+
+
+def args_plot_learning(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--curve", type=key_value, action="append", required=True, metavar="LABEL=META_JSON")
+    p.add_argument("--heldout", default="test", help="the held-out set whose cost to plot")
+    p.add_argument("--title", required=True)
+    p.add_argument("--banner")
+    p.add_argument("--output", type=Path, required=True)
+
+
+@command("plot-learning", "held-out cost per word against updates, from meta.json histories (Luong Figure 5)", args_plot_learning)
+def run_plot_learning(a: argparse.Namespace) -> None:
+    import math
+
+    from rnnmt.evaluate.plots import plot_learning_curves
+    from rnnmt.fileio import read_json
+
+    curves = {}
+    for label, path in a.curve:
+        history = read_json(path)["history"]
+        if history and f"{a.heldout}_ppl" not in history[0]:
+            raise UserError(f"{path} has no '{a.heldout}' cost in its history; train with heldout: [..., {a.heldout}].")
+        curves[label] = [(h["update"], math.log(h[f"{a.heldout}_ppl"])) for h in history]
+    plot_learning_curves(curves, a.output, title=a.title, ylabel=f"{a.heldout} cost (nats per word)", banner=a.banner)
 
 
 def args_plot_alignments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--input", type=Path, required=True)
+    p.add_argument("--input", type=Path, nargs="+", required=True, help="rnnmt align output(s)")
+    p.add_argument("--label", action="append", default=[], help="with several inputs: one label per input")
+    p.add_argument("--panel", type=int, default=0, help="with several inputs: which sentence of each")
     p.add_argument("--title", required=True)
     p.add_argument("--output", type=Path, required=True)
 
 
-@command("plot-alignments", "alignment heat maps (Bahdanau Figure 3)", args_plot_alignments)
+@command("plot-alignments", "alignment heat maps: one model's samples (Bahdanau Figure 3) or one sentence by several (Luong Figure 7)", args_plot_alignments)
 def run_plot_alignments(a: argparse.Namespace) -> None:
     from rnnmt.evaluate.plots import plot_alignments
     from rnnmt.fileio import read_json
 
-    plot_alignments(read_json(a.input), a.output, title=a.title)
+    if len(a.input) == 1:
+        plot_alignments(read_json(a.input[0]), a.output, title=a.title)
+        return
+    if len(a.label) != len(a.input):
+        raise UserError(f"plot-alignments got {len(a.input)} inputs and {len(a.label)} labels; give one --label per input.")
+    panels = []
+    for path, label in zip(a.input, a.label):
+        samples = read_json(path)
+        if not 0 <= a.panel < len(samples):
+            raise UserError(f"{path} has {len(samples)} sentences; --panel {a.panel} is not one of them.")
+        panels.append({**samples[a.panel], "label": label})
+    plot_alignments(panels, a.output, title=a.title)
 
 
 def args_provenance(p: argparse.ArgumentParser) -> None:
@@ -454,7 +714,7 @@ def run_provenance(a: argparse.Namespace) -> None:
 
 
 def args_bench(p: argparse.ArgumentParser) -> None:
-    p.add_argument("what", choices=["train", "translate"])
+    p.add_argument("what", choices=["train", "translate", "select"])
     p.add_argument("--system", type=Path, help="train: resolved system config (JSON)")
     p.add_argument("--data", type=Path, help="train: binarized training data")
     p.add_argument("--src-vocab", type=Path, help="train: source vocabulary")
@@ -462,13 +722,19 @@ def args_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", type=Path, help="translate: a trained model")
     p.add_argument("--input", type=Path, help="translate: tokenized source sentences")
     p.add_argument("--steps", type=positive, default=20, help="updates (train) or batches (translate) to time")
-    p.add_argument("--beam", type=positive, default=10)
+    add_beam_arguments(p)
     p.add_argument("--batch-size", type=positive, default=32, help="translate: sentences per batch")
+    p.add_argument("--src", type=Path, help="select: tokenized pool, source side")
+    p.add_argument("--tgt", type=Path, help="select: tokenized pool, target side")
+    p.add_argument("--indomain-src", type=Path, help="select: tokenized in-domain text, source side")
+    p.add_argument("--indomain-tgt", type=Path, help="select: tokenized in-domain text, target side")
+    p.add_argument("--order", type=positive, default=4, help="select: n-gram order")
+    p.add_argument("--chunk-lines", type=positive, default=200_000, help="select: pairs scored at once")
     p.add_argument("--device", default="auto")
     p.add_argument("--output", type=Path, help="also write the JSON here")
 
 
-@command("bench", "measure training or translation speed; prints JSON", args_bench)
+@command("bench", "measure training, translation or selection-scoring speed; prints JSON", args_bench)
 def run_bench(a: argparse.Namespace) -> None:
     from rnnmt.bench import bench_command
 

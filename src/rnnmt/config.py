@@ -69,18 +69,25 @@ def _check_references(config: dict[str, Any]) -> None:
             if pair not in config["pairs"]:
                 raise UserError(f"config: scales.{scale}.corpora.{pair} is not a pair defined under 'pairs'.")
     for name in active_systems(config):
-        if config["systems"][name]["pair"] not in config["scales"][config["scale"]]["corpora"]:
-            raise UserError(f"config: systems.{name} translates {config['systems'][name]['pair']}, which has no corpora at scale '{config['scale']}'.")
-    method = config["scales"][config["scale"]]["selection"]["method"]
-    if method not in AVAILABLE_SELECTION:
-        raise UserError(f"config: scale '{config['scale']}' selects data with '{method}', which this version does not have (available: {', '.join(AVAILABLE_SELECTION)}).")
+        if system_pair(config, name) not in config["scales"][config["scale"]]["corpora"]:
+            raise UserError(f"config: systems.{name} translates {system_pair(config, name)}, which has no corpora at scale '{config['scale']}'.")
+        if "recipe" in config["systems"][name]:
+            recipe(config, config["systems"][name]["recipe"])
+    for name, ensemble in config.get("ensembles", {}).items():
+        unknown = [m for m in ensemble["members"] if m not in config["systems"]]
+        if unknown:
+            raise UserError(f"config: ensembles.{name} names {', '.join(unknown)}, which are not under 'systems'.")
+        if name in config["systems"]:
+            raise UserError(f"config: '{name}' is both a system and an ensemble; give the ensemble another name.")
+        if len({config["systems"][m]["pair"] for m in ensemble["members"]}) > 1:
+            raise UserError(f"config: the members of ensembles.{name} translate different pairs; an ensemble needs one.")
     for name, table in config["tables"].items():
         for role, system in table.get("check", {}).items():
             if system not in config["systems"]:
                 raise UserError(f"config: tables.{name}.check.{role} '{system}' is not under 'systems'.")
         for row in table["rows"]:
-            if "system" in row and row["system"] not in config["systems"]:
-                raise UserError(f"config: tables.{name} names system '{row['system']}', which is not under 'systems'.")
+            if "system" in row and row["system"] not in config["systems"] and row["system"] not in config.get("ensembles", {}):
+                raise UserError(f"config: tables.{name} names system '{row['system']}', which is under neither 'systems' nor 'ensembles'.")
             if "system" not in row and "label" not in row:
                 raise UserError(f"config: every row of tables.{name} needs 'system' or 'label'.")
 
@@ -113,26 +120,94 @@ def active_systems(config: dict[str, Any]) -> list[str]:
     return [name for name, s in config["systems"].items() if scale in s.get("scales", [scale])]
 
 
-def system_config(config: dict[str, Any], name: str) -> dict[str, Any]:
-    """The fully resolved settings of one system at the active scale (what `rnnmt train` reads)."""
-    system = config["systems"][name]
+def active_ensembles(config: dict[str, Any]) -> list[str]:
+    """Ensembles whose members all run at the active scale."""
+    systems = set(active_systems(config))
+    return [name for name, e in config.get("ensembles", {}).items() if set(e["members"]) <= systems]
+
+
+def pair_at_scale(config: dict[str, Any], pair: str) -> str:
+    """The pair a system or table of `pair` runs on at the active scale (the demo maps every pair to its own)."""
+    return preset(config).get("pair_map", {}).get(pair, pair)
+
+
+def system_pair(config: dict[str, Any], name: str) -> str:
+    """The language pair of a system or an ensemble at the active scale."""
+    if name in config.get("ensembles", {}):
+        name = config["ensembles"][name]["members"][0]
+    return pair_at_scale(config, config["systems"][name]["pair"])
+
+
+def selection_method(config: dict[str, Any], pair: str) -> str:
+    """How a pair's training data are selected: the pair's own `selection.method`, or the scale's."""
     scale = preset(config)
-    resolved = deep_merge({"model": scale["model"], "train": scale["train"]}, {"model": system["model"], "train": system["train"]})
-    resolved = deep_merge(resolved, system["overrides"].get(config["scale"], {}))
+    return scale["corpora"].get(pair, {}).get("selection", {}).get("method", scale["selection"]["method"])
+
+
+def recipe(config: dict[str, Any], name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A recipe with its `base` recipes merged in (the base first)."""
+    if name not in config.get("recipes", {}):
+        raise UserError(f"config: recipe '{name}' is not under 'recipes' (known: {', '.join(config.get('recipes', {})) or 'none'}).")
+    if name in seen:
+        raise UserError(f"config: recipes {' -> '.join([*seen, name])} form a cycle.")
+    spec = {k: v for k, v in config["recipes"][name].items() if k != "base"}
+    base = config["recipes"][name].get("base")
+    return deep_merge(recipe(config, base, (*seen, name)), spec) if base else spec
+
+
+def system_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """Everything about one system at the active scale: model, train, decode, heldout, nounk.
+
+    A system with a recipe starts from the recipe (and its overrides for the scale); one without
+    starts from the scale preset's model and train settings. The system's own model/train/decode, then
+    its overrides for the scale, come last. Decoding starts from `evaluation` (GroundHog's beam).
+    """
+    system, scale = config["systems"][name], config["scale"]
+    evaluation = config["evaluation"]
+    layers = [{"decode": {"beam": evaluation["beam"], "normalize": evaluation["normalize"]}, "heldout": config["heldout"], "nounk": True}]
+    if "recipe" in system:
+        spec = recipe(config, system["recipe"])
+        layers += [{k: v for k, v in spec.items() if k not in ("overrides", "description")}, spec.get("overrides", {}).get(scale, {})]
+    else:
+        layers.append({"model": preset(config)["model"], "train": preset(config)["train"]})
+    layers += [{k: system[k] for k in ("model", "train", "decode", "heldout", "nounk") if k in system}, system["overrides"].get(scale, {})]
+    resolved: dict[str, Any] = {"model": {}, "train": {}}
+    for layer in layers:
+        resolved = deep_merge(resolved, layer)
+    return resolved
+
+
+def system_config(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """The settings of one system at the active scale that training reads (what `rnnmt train` gets)."""
+    resolved = system_settings(config, name)
     resolved["train"].setdefault("max_len", None)
     resolved["train"].setdefault("patience", None)
     resolved["train"].setdefault("sort_k_batches", 20)
-    missing = [f"{part}.{key}" for part, keys in REQUIRED.items() for key in keys if key not in resolved[part]]
+    decoder = resolved["model"].get("decoder", "gru")
+    required = {"model": REQUIRED_MODEL.get(decoder, ()), "train": REQUIRED_TRAIN}
+    missing = [f"{part}.{key}" for part, keys in required.items() for key in keys if key not in resolved[part]]
+    if resolved["train"].get("epochs") is None and "updates" not in resolved["train"]:
+        missing.append("train.updates (or train.epochs)")
     if missing:
         raise UserError(f"config: system '{name}' at scale '{config['scale']}' has no value for {', '.join(missing)}.")
-    # Only what training reads: a new label or description must not retrain the system.
-    return {"name": name, "pair": system["pair"], "seed": system.get("seed", config["seed"]), **resolved}
+    # Only what training reads: a new label, description or beam must not retrain the system.
+    return {"name": name, "pair": system_pair(config, name), "seed": config["systems"][name].get("seed", config["seed"]),
+            "model": resolved["model"], "train": resolved["train"]}  # fmt: skip
 
 
-# Axelrod selection (paper scale) is a later stage; the schema already names it.
-AVAILABLE_SELECTION = ("none", "lium")
+def check_axelrod(selection: dict[str, Any], pair: str, splits: dict[str, list[str]]) -> None:
+    """Axelrod selection needs in-domain text and, for a per-corpus cut, a share for every pool corpus."""
+    if not splits["indomain"]:
+        raise UserError(f"config: selection.method axelrod needs in-domain corpora for {pair} (corpora.{pair}.indomain is empty).")
+    if selection["cut"] == "per_corpus":
+        missing = [name for name in splits["train"] if name not in selection["fractions"]]
+        if missing:
+            raise UserError(f"config: selection.cut per_corpus needs selection.fractions for {', '.join(missing)} ({pair}).")
 
-REQUIRED = {
-    "model": ("encoder", "attention", "emb", "hidden", "align_hidden", "maxout", "init"),
-    "train": ("optimizer", "loss", "clip_norm", "batch_size", "updates", "valid_every", "log_every", "checkpoint_every"),
-}
+
+REQUIRED_MODEL = {
+    "gru": ("encoder", "attention", "emb", "hidden", "align_hidden", "maxout", "init"),
+    "lstm": ("encoder", "attention", "score", "emb", "hidden", "layers", "dropout", "bias", "state_clip", "feed_input",
+             "window", "max_positions", "source_eos", "reverse_source", "init", "init_range"),
+}  # fmt: skip
+REQUIRED_TRAIN = ("optimizer", "loss", "clip_norm", "batch_size", "valid_every", "log_every", "checkpoint_every")

@@ -18,11 +18,13 @@ def _resolve_data():
     table = rnnmt_sources.load(config["download"]["sources"], config["download"]["checksums"])
     pairs = {pair: (config["pairs"][pair]["src"], config["pairs"][pair]["tgt"]) for pair in preset["corpora"]}
     splits = {pair: rnnmt_sources.pair_splits(table, preset["corpora"][pair], *pairs[pair]) for pair in pairs}
-    method = preset["selection"]["method"]
     for name in rnnmt_config.active_systems(config):
-        pair = config["systems"][name]["pair"]
+        pair = rnnmt_config.system_pair(config, name)
+        method = rnnmt_config.selection_method(config, pair)
         if method in table["preselected"]:
             splits[pair]["preselected"] = [rnnmt_sources.preselected(table, method, *pairs[pair])]
+        if method == "axelrod":
+            rnnmt_config.check_axelrod(preset["selection"], pair, splits[pair])
     corpora = {}
     if preset["data"]["source"] != "synthetic":
         corpora = {
@@ -44,19 +46,25 @@ except UserError as exc:
 
 PRESET = rnnmt_config.preset(config)
 SYSTEMS = rnnmt_config.active_systems(config)
-PAIRS = sorted({config["systems"][s]["pair"] for s in SYSTEMS})
+ENSEMBLES = rnnmt_config.active_ensembles(config)
+PAIRS = sorted({rnnmt_config.system_pair(config, s) for s in SYSTEMS})
 BPE = PRESET["vocab"]["kind"] == "bpe"
 DEMO = PRESET["data"]["source"] == "synthetic"
 # The split the selection step reads: LIUM's released selection, or the pool to select from.
-SELECTION_SPLIT = "preselected" if PRESET["selection"]["method"] in SOURCES["preselected"] else "pool"
+SELECTION = PRESET["selection"]
+
+
+def selection_split(pair):
+    """The split the selection step reads: LIUM's released selection, or the pool to select from."""
+    return "preselected" if rnnmt_config.selection_method(config, pair) in SOURCES["preselected"] else "pool"
+
+
 ARCHIVE_FILES = {rnnmt_sources.file_name(SOURCES, key): key for key in SOURCES["archives"]}
 # How score files measure BLEU against length (Figure 2 settings; schema defaults when the figure is off).
 LENGTH_CURVE = {
     key: config["figures"].get("bahdanau2014_fig2", {}).get(key, default)
     for key, default in (("window", 10), ("max_length", 60), ("length_by", "source"))
 }
-# Which file a table row reads, by table kind.
-TABLE_FILES = {"bleu": "results/scores/{system}.json", "learning": "results/models/{system}/meta.json"}
 DEMO_BANNER_PLAIN = "Synthetic demo data: not comparable with the papers' numbers"
 
 
@@ -69,7 +77,7 @@ wildcard_constraints:
     corpus="|".join(map(re.escape, sorted({c for names in CORPORA.values() for c in names}))) or "NONE",
     archive="|".join(map(re.escape, SOURCES["archives"])),
     file="|".join(map(re.escape, ARCHIVE_FILES)),
-    system="|".join(map(re.escape, SYSTEMS)) if SYSTEMS else "NONE",
+    system="|".join(map(re.escape, SYSTEMS + ENSEMBLES)) if SYSTEMS else "NONE",
     table="|".join(map(re.escape, config["tables"])),
     subset="all|nounk",
 
@@ -81,7 +89,29 @@ def langs(pair):
 
 
 def tgt_lang(system):
-    return langs(config["systems"][system]["pair"])[1]
+    return langs(rnnmt_config.system_pair(config, system))[1]
+
+
+def settings(system):
+    """A system's resolved settings at the active scale (an ensemble: its first member's)."""
+    if system in ENSEMBLES:
+        system = config["ensembles"][system]["members"][0]
+    return rnnmt_config.system_settings(config, system)
+
+
+def label(system):
+    return (config["ensembles"] if system in ENSEMBLES else config["systems"])[system]["label"]
+
+
+def row_label(system, unk_replace):
+    """A system's label, marked when its translations had their UNKs replaced."""
+    return f"{label(system)}, UNK replaced" if unk_replace else label(system)
+
+
+def model_files(system):
+    """The model file(s) a system translates with: its own, or its ensemble members'."""
+    members = config["ensembles"][system]["members"] if system in ENSEMBLES else [system]
+    return [f"results/models/{m}/model.pt" for m in members]
 
 
 def split_corpora(pair, split):
@@ -112,6 +142,43 @@ def raw_corpus_flags(wildcards):
 
 def corpus_reports(wildcards):
     return [f"results/data/raw/{wildcards.pair}/{name}.json" for name in CORPORA[wildcards.pair]]
+
+
+def selection_score_inputs(wildcards):
+    pair = f"{wildcards.src}-{wildcards.tgt}"
+    base = f"results/data/selection/{pair}"
+    inputs = {"src": f"results/data/tok/{pair}/pool.{wildcards.src}", "tgt": f"results/data/tok/{pair}/pool.{wildcards.tgt}",
+              "index": f"{base}/index.json"}  # fmt: skip
+    for side, lang in (("src", wildcards.src), ("tgt", wildcards.tgt)):
+        inputs[f"{side}_vocab"] = f"{base}/vocab.{lang}.txt"
+        for domain in ("in", "out"):
+            inputs[f"lm_{domain}_{side}"] = f"{base}/lm.{domain}.{lang}.npz"
+    return inputs
+
+
+def selection_cut_flags(wildcards):
+    """The pool's corpora and the cut of select-rank, from `selection:` in config."""
+    pool = split_corpora(f"{wildcards.src}-{wildcards.tgt}", "pool")
+    flags = ["--corpora", *pool, "--cut", SELECTION["cut"], "--normalise", SELECTION["normalise"]]
+    if SELECTION["cut"] == "per_corpus":
+        flags += [arg for name in pool for arg in ("--keep", f"{name}={SELECTION['fractions'][name]}")]
+    elif SELECTION["target_words"] is not None:
+        flags += ["--target-words", str(SELECTION["target_words"])]
+    else:
+        flags += ["--fraction", str(SELECTION["fraction"])]
+    return shlex.join(flags)
+
+
+def select_inputs(wildcards):
+    """The pool (or LIUM's selection), the test set for the leak count, and the ranked ids for axelrod."""
+    pair = f"{wildcards.src}-{wildcards.tgt}"
+    tok = f"results/data/tok/{pair}"
+    split = selection_split(pair)
+    inputs = {"src": f"{tok}/{split}.{wildcards.src}", "tgt": f"{tok}/{split}.{wildcards.tgt}",
+              "test_src": f"{tok}/test.{wildcards.src}", "test_tgt": f"{tok}/test.{wildcards.tgt}"}  # fmt: skip
+    if rnnmt_config.selection_method(config, pair) == "axelrod":
+        inputs.update(ids=f"results/data/selection/{pair}/selected.npy", rank=f"results/data/selection/{pair}/rank.json")
+    return inputs
 
 
 def download_flags(wildcards):
@@ -168,13 +235,13 @@ def binarize_inputs(wildcards):
 
 def train_inputs(wildcards):
     pair = system_pair(wildcards)
-    heldout = {f"heldout_{name}": f"results/data/bin/{pair}/{name}.pt" for name in config["heldout"]}
+    heldout = {f"heldout_{name}": f"results/data/bin/{pair}/{name}.pt" for name in settings(wildcards.system)["heldout"]}
     return {"system": f"results/config/{wildcards.system}.json", "train": f"results/data/bin/{pair}/train.pt", **heldout, **vocab_files(pair)}
 
 
 def heldout_flags(wildcards, input):
     """--valid NAME=FILE for each held-out set whose cost the training log reports (the first decides early stopping)."""
-    return " ".join(f"--valid {name}={input[f'heldout_{name}']}" for name in config["heldout"])
+    return " ".join(f"--valid {name}={input[f'heldout_{name}']}" for name in settings(wildcards.system)["heldout"])
 
 
 def nounk_inputs(wildcards):
@@ -185,29 +252,63 @@ def nounk_inputs(wildcards):
 
 def translate_inputs(wildcards):
     pair = system_pair(wildcards)
-    inputs = {"model": f"results/models/{wildcards.system}/model.pt", "src": f"results/data/tok/{pair}/test.{langs(pair)[0]}"}
+    inputs = {"models": model_files(wildcards.system), "src": f"results/data/tok/{pair}/test.{langs(pair)[0]}"}
     if wildcards.subset == "nounk":
         inputs["ids"] = f"results/data/nounk/{pair}/test.ids"
     return inputs
 
 
+def decode_flags(system):
+    """The system's beam search (GroundHog's by default; Luong's recipe: constant beam 12, ratios 0.5/1.5)."""
+    d = settings(system)["decode"]
+    flags = ["--beam", str(d["beam"]), "--min-ratio", str(d.get("min_ratio", 0.5)), "--max-ratio", str(d.get("max_ratio", 3.0))]
+    flags += ["--normalize"] if d["normalize"] else []
+    if not d.get("shrink", True):
+        flags += ["--constant-beam"] + (["--stack", str(d["stack"])] if d.get("stack") else [])
+    return shlex.join(flags)
+
+
 def translate_flags(wildcards, input):
-    """No-UNK decoding of the No-UNK subset; optional length normalisation."""
-    flags = "--normalize " if config["evaluation"]["normalize"] else ""
-    return flags + (f"--no-unk --lines {input.ids}" if wildcards.subset == "nounk" else "")
+    """Beam settings; No-UNK decoding of the No-UNK subset."""
+    return decode_flags(wildcards.system) + (f" --no-unk --lines {input.ids}" if wildcards.subset == "nounk" else "")
 
 
 def score_inputs(wildcards):
-    pair = system_pair(wildcards)
+    """The translations of a system (UNK-replaced for NAME.unk), references, and the No-UNK subset if translated."""
+    system, unk = split_score_name(wildcards.name)
+    pair = rnnmt_config.system_pair(config, system)
     src, tgt = langs(pair)
-    return {
-        "hyps": f"results/translations/{wildcards.system}/test.all.txt",
-        "hyps_nounk": f"results/translations/{wildcards.system}/test.nounk.txt",
-        "ids": f"results/data/nounk/{pair}/test.ids",
+    inputs = {
+        "hyps": f"results/translations/{system}/test.{'unk' if unk else 'all'}.txt",
         "refs_tok": f"results/data/tok/{pair}/test.{tgt}",
         "refs_raw": f"results/data/corpus/{pair}/test.{tgt}",
         "src_tok": f"results/data/tok/{pair}/test.{src}",
     }
+    if settings(system)["nounk"] and not unk:
+        inputs.update(hyps_nounk=f"results/translations/{system}/test.nounk.txt", ids=f"results/data/nounk/{pair}/test.ids")
+    return inputs
+
+
+def score_flags(wildcards, input):
+    system, _ = split_score_name(wildcards.name)
+    flags = f"--hyps-nounk {input.hyps_nounk} --nounk-ids {input.ids}" if "ids" in input.keys() else ""
+    return flags + (" --rejoin-hyphens" if config["pairs"][rnnmt_config.system_pair(config, system)]["rejoin_hyphens"] else "")
+
+
+def split_score_name(name):
+    """A score file's name: SYSTEM (plain translations) or SYSTEM.unk (after UNK replacement)."""
+    return (name[: -len(".unk")], True) if name.endswith(".unk") else (name, False)
+
+
+def score_file(system, unk=False):
+    return f"results/scores/{system}{'.unk' if unk else ''}.json"
+
+
+def replace_unk_inputs(wildcards):
+    pair = system_pair(wildcards)
+    base = f"results/translations/{wildcards.system}/test.all"
+    return {"model": model_files(wildcards.system)[0], "hyps": f"{base}.txt", "align": f"{base}.align",
+            "src": f"results/data/tok/{pair}/test.{langs(pair)[0]}", "dictionary": f"results/data/unkdict/{pair}.tsv"}  # fmt: skip
 
 
 def alignment_inputs(wildcards):
@@ -220,26 +321,46 @@ def alignment_inputs(wildcards):
 
 
 def system_pair(wildcards):
-    return config["systems"][wildcards.system]["pair"]
+    return rnnmt_config.system_pair(config, wildcards.system)
+
+
+def table_rows(table):
+    """The rows of a table that run at the active scale: label-only rows, and rows of active systems."""
+    return [r for r in config["tables"][table]["rows"] if "system" not in r or r["system"] in SYSTEMS + ENSEMBLES]
 
 
 def table_systems(table):
-    """Active systems that are rows of a table, in row order."""
-    return [r["system"] for r in config["tables"][table]["rows"] if r.get("system") in SYSTEMS]
+    """Active systems (and ensembles) that are rows of a table, in row order."""
+    return list(dict.fromkeys(r["system"] for r in table_rows(table) if "system" in r))
 
 
-def table_spec(table, file_pattern):
-    """JSON for `rnnmt table`: rows (with their score/meta file), published numbers, demo flag, check."""
+def row_files(table, row):
+    """The files one table row reads, by table kind: score files, meta.json."""
+    kind, system = config["tables"][table]["kind"], row.get("system")
+    if system is None:
+        return {}
+    if kind == "learning":
+        return {"file": f"results/models/{system}/meta.json"}
+    files = {"file": score_file(system, row.get("unk_replace", False))}
+    if kind == "luong":
+        if config["tables"][table]["unk_column"]:
+            files["unk_file"] = score_file(system, True)
+        if system in SYSTEMS and not row.get("unk_replace", False):
+            files["meta"] = f"results/models/{system}/meta.json"
+    return files
+
+
+def table_inputs(wildcards):
+    return sorted({f for r in table_rows(wildcards.table) for f in row_files(wildcards.table, r).values()})
+
+
+def table_spec(table):
+    """JSON for `rnnmt table`: rows (with the files they read), published numbers, demo flag, check."""
     t = config["tables"][table]
-    rows = []
-    for r in t["rows"]:
-        if "system" in r and r["system"] not in SYSTEMS:
-            continue
-        label = r.get("label") or config["systems"][r["system"]]["label"]
-        file = file_pattern.format(system=r["system"]) if "system" in r else None
-        rows.append({"label": label, "system": r.get("system"), "file": file, "published": r.get("published")})
+    rows = [{"label": r.get("label") or label(r["system"]), "system": r.get("system"), "published": r.get("published"), **row_files(table, r)}
+            for r in table_rows(table)]  # fmt: skip
     check = t.get("check") if all(s in SYSTEMS for s in t.get("check", {}).values()) else None
-    return json.dumps({"kind": t["kind"], "title": t["title"], "demo": DEMO, "rows": rows, "check": check})
+    return json.dumps({"kind": t["kind"], "title": t["title"], "demo": DEMO, "rows": rows, "check": check, "unk_column": t["unk_column"]})
 
 
 def final_targets():
@@ -249,5 +370,27 @@ def final_targets():
         targets.append("results/figures/bahdanau2014_fig2.png")
     if "bahdanau2014_fig3" in figs and figs["bahdanau2014_fig3"]["system"] in SYSTEMS:
         targets.append("results/figures/bahdanau2014_fig3.png")
+    if "luong2015_fig5" in figs and learning_curve_systems():
+        targets.append("results/figures/luong2015_fig5.png")
+    if "luong2015_fig6" in figs and length_group_rows():
+        targets.append("results/figures/luong2015_fig6.png")
+    if "luong2015_fig7" in figs and alignment_systems():
+        targets.append("results/figures/luong2015_fig7.png")
     reports = [f"results/data/raw/{pair}/report.json" for pair in PRESET["corpora"]]
     return targets + reports + ["results/provenance.json"]
+
+
+def learning_curve_systems():
+    """Trained systems of Figure 5's table that log the figure's held-out cost."""
+    fig = config["figures"]["luong2015_fig5"]
+    return [s for s in table_systems(fig["table"]) if s in SYSTEMS and fig["heldout"] in settings(s)["heldout"]]
+
+
+def length_group_rows():
+    """Figure 6's curves that run at the active scale: (system, unk_replace)."""
+    return [(r["system"], r["unk_replace"]) for r in config["figures"]["luong2015_fig6"]["rows"] if r["system"] in SYSTEMS + ENSEMBLES]
+
+
+def alignment_systems():
+    """Figure 7's systems that run at the active scale (the same sentence aligned by each)."""
+    return [s for s in config["figures"]["luong2015_fig7"]["systems"] if s in SYSTEMS]

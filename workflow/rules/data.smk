@@ -88,7 +88,9 @@ rule assemble_corpus:
     output:
         src="results/data/corpus/{src}-{tgt}/{split}.{src}",
         tgt="results/data/corpus/{src}-{tgt}/{split}.{tgt}",
+        report="results/data/corpus/{src}-{tgt}/{split}.json",
     log:
         "results/logs/assemble_corpus/{src}-{tgt}.{split}.log",
     shell:
-        "rnnmt assemble --src {input.src} --tgt {input.tgt} --out-src {output.src} --out-tgt {output.tgt} > {log} 2>&1"
+        "rnnmt assemble --src {input.src} --tgt {input.tgt} --out-src {output.src} --out-tgt {output.tgt} "
+        "--report {output.report} > {log} 2>&1"

@@ -1,4 +1,5 @@
-# The No-UNK subset (once per pair, so once per table), beam-search translation, BLEU.
+# The No-UNK subset (once per pair, so once per table), beam-search translation (one model or an
+# ensemble), UNK replacement with a dictionary learned from the training data (Luong), BLEU.
 
 
 rule nounk_subset:
@@ -19,9 +20,11 @@ rule translate:
     input:
         unpack(translate_inputs),
     output:
-        "results/translations/{system}/test.{subset}.txt",
+        text="results/translations/{system}/test.{subset}.txt",
+        align="results/translations/{system}/test.{subset}.align",
+    wildcard_constraints:
+        subset="all|nounk",
     params:
-        beam=config["evaluation"]["beam"],
         batch=PRESET["evaluation"]["batch_size"],
         flags=translate_flags,
     threads: 1
@@ -30,23 +33,54 @@ rule translate:
     benchmark:
         "results/benchmarks/translate/{system}.{subset}.tsv"
     shell:
-        "rnnmt translate --model {input.model} --input {input.src} --output {output} --beam {params.beam} "
+        "rnnmt translate --model {input.models} --input {input.src} --output {output.text} --align-output {output.align} "
         "--batch-size {params.batch} {params.flags} --threads {threads} > {log} 2>&1"
+
+
+rule unk_dictionary:
+    input:
+        unpack(lambda w: {"src": f"results/data/selected/{w.pair}/train.{langs(w.pair)[0]}",
+                          "tgt": f"results/data/selected/{w.pair}/train.{langs(w.pair)[1]}", **vocab_files(w.pair)}),  # fmt: skip
+    output:
+        "results/data/unkdict/{pair}.tsv",
+    log:
+        "results/logs/unk_dictionary/{pair}.log",
+    benchmark:
+        "results/benchmarks/unk_dictionary/{pair}.tsv"
+    shell:
+        "rnnmt unk-dict --src {input.src} --tgt {input.tgt} --src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} "
+        "--output {output} > {log} 2>&1"
+
+
+rule replace_unk:
+    input:
+        unpack(replace_unk_inputs),
+    output:
+        "results/translations/{system}/test.unk.txt",
+    log:
+        "results/logs/replace_unk/{system}.log",
+    shell:
+        "rnnmt replace-unk --model {input.model} --hyps {input.hyps} --align {input.align} --src {input.src} "
+        "--unk-dict {input.dictionary} --output {output} > {log} 2>&1"
 
 
 rule score:
     input:
         unpack(score_inputs),
     output:
-        "results/scores/{system}.json",
+        "results/scores/{name}.json",
+    wildcard_constraints:
+        name=r"({})(\.unk)?".format("|".join(map(re.escape, SYSTEMS + ENSEMBLES)) or "NONE"),
     params:
-        lang=lambda w: tgt_lang(w.system),
+        lang=lambda w: tgt_lang(split_score_name(w.name)[0]),
         threshold=config["evaluation"]["long_threshold"],
         fig=LENGTH_CURVE,
+        groups=config["figures"].get("luong2015_fig6", {}).get("group_size", 200),
+        flags=score_flags,
     log:
-        "results/logs/score/{system}.log",
+        "results/logs/score/{name}.log",
     shell:
-        "rnnmt score --hyps {input.hyps} --hyps-nounk {input.hyps_nounk} --nounk-ids {input.ids} "
+        "rnnmt score --hyps {input.hyps} {params.flags} "
         "--refs-tok {input.refs_tok} --refs-raw {input.refs_raw} --src-tok {input.src_tok} --lang {params.lang} "
         "--window {params.fig[window]} --max-length {params.fig[max_length]} --length-by {params.fig[length_by]} "
-        "--threshold {params.threshold} --output {output} > {log} 2>&1"
+        "--group-size {params.groups} --threshold {params.threshold} --output {output} > {log} 2>&1"

@@ -1,4 +1,4 @@
-# Tokenization (sacremoses), data selection, vocabulary (shortlist or BPE), binarization.
+# Tokenization (sacremoses), vocabulary (shortlist or BPE), binarization.
 
 
 rule tokenize:
@@ -15,22 +15,6 @@ rule tokenize:
         "results/benchmarks/tokenize/{pair}.{split}.{lang}.tsv"
     shell:
         "rnnmt tokenize --lang {wildcards.lang} --input {input} --output {output} {params.flags} --threads {threads} > {log} 2>&1"
-
-
-rule select_data:
-    input:
-        src=f"results/data/tok/{{src}}-{{tgt}}/{SELECTION_SPLIT}.{{src}}",
-        tgt=f"results/data/tok/{{src}}-{{tgt}}/{SELECTION_SPLIT}.{{tgt}}",
-    output:
-        src="results/data/selected/{src}-{tgt}/train.{src}",
-        tgt="results/data/selected/{src}-{tgt}/train.{tgt}",
-    params:
-        method=PRESET["selection"]["method"],
-    log:
-        "results/logs/select_data/{src}-{tgt}.log",
-    shell:
-        "rnnmt select --method {params.method} --src {input.src} --tgt {input.tgt} "
-        "--out-src {output.src} --out-tgt {output.tgt} > {log} 2>&1"
 
 
 rule learn_bpe:
@@ -53,7 +37,7 @@ rule build_vocab:
     output:
         "results/data/vocab/{pair}/vocab.{lang}.json",
     params:
-        size=PRESET["vocab"]["size"],
+        size=lambda w: PRESET["vocab"]["pair_sizes"].get(w.pair, PRESET["vocab"]["size"]),
         bpe=lambda w, input: f"--bpe {input.codes}" if BPE else "",
     log:
         "results/logs/build_vocab/{pair}.{lang}.log",

@@ -1,21 +1,24 @@
-# Tables, figures and provenance (cheap: they run locally), and the alignments behind Figure 3.
+# Tables, figures and provenance (cheap: they run locally), and the alignments behind the alignment figures.
 
 
 localrules:
     table,
     figure_length,
     figure_alignments,
+    figure_length_groups,
+    figure_learning,
+    figure_alignments_compared,
     provenance,
 
 
 rule table:
     input:
-        lambda w: [TABLE_FILES[config["tables"][w.table]["kind"]].format(system=s) for s in table_systems(w.table)],
+        table_inputs,
     output:
         csv="results/tables/{table}.csv",
         md="results/tables/{table}.md",
     params:
-        spec=lambda w: table_spec(w.table, TABLE_FILES[config["tables"][w.table]["kind"]]),
+        spec=lambda w: table_spec(w.table),
     log:
         "results/logs/table/{table}.log",
     shell:
@@ -48,8 +51,8 @@ rule alignments:
         "results/alignments/{system}.json",
     params:
         fixed=[f"--fixed={s}" for s in PRESET["figures"]["alignment_fixed"]],
-        fig=config["figures"].get("bahdanau2014_fig3", {}),
-        beam=config["evaluation"]["beam"],
+        fig=config["figures"].get("bahdanau2014_fig3", {"random": 3, "min_length": 10, "max_length": 20, "seed": 1}),
+        beam=lambda w: decode_flags(w.system),
     threads: 1
     log:
         "results/logs/alignments/{system}.log",
@@ -58,7 +61,7 @@ rule alignments:
     shell:
         "rnnmt align --model {input.model} --test-src {input.src} --nounk-ids {input.ids} {params.fixed:q} "
         "--random {params.fig[random]} --min-length {params.fig[min_length]} --max-length {params.fig[max_length]} "
-        "--seed {params.fig[seed]} --beam {params.beam} --threads {threads} --output {output} > {log} 2>&1"
+        "--seed {params.fig[seed]} {params.beam} --threads {threads} --output {output} > {log} 2>&1"
 
 
 rule figure_alignments:
@@ -72,6 +75,53 @@ rule figure_alignments:
         "results/logs/figure_alignments.log",
     shell:
         "rnnmt plot-alignments --input {input} --title {params.title:q} --output {output} > {log} 2>&1"
+
+
+rule figure_length_groups:
+    input:
+        lambda w: [score_file(s, unk) for s, unk in length_group_rows()],
+    output:
+        "results/figures/luong2015_fig6.png",
+    params:
+        curves=lambda w, input: [f"--curve={row_label(s, unk)}={f}" for (s, unk), f in zip(length_group_rows(), input)],
+        banner=[f"--banner={DEMO_BANNER_PLAIN}"] if DEMO else [],
+        xlabel=f"Sentence length (longest reference in each group of {config['figures'].get('luong2015_fig6', {}).get('group_size', 200)})",
+    log:
+        "results/logs/figure_length_groups.log",
+    shell:
+        "rnnmt plot-length --field length_groups {params.curves:q} --title 'BLEU by sentence length (groups sorted by reference length)' "
+        "--xlabel {params.xlabel:q} {params.banner:q} --output {output} > {log} 2>&1"
+
+
+rule figure_learning:
+    input:
+        lambda w: [f"results/models/{s}/meta.json" for s in learning_curve_systems()],
+    output:
+        "results/figures/luong2015_fig5.png",
+    params:
+        curves=lambda w, input: [f"--curve={label(s)}={f}" for s, f in zip(learning_curve_systems(), input)],
+        heldout=config["figures"].get("luong2015_fig5", {}).get("heldout", "test"),
+        banner=[f"--banner={DEMO_BANNER_PLAIN}"] if DEMO else [],
+    log:
+        "results/logs/figure_learning.log",
+    shell:
+        "rnnmt plot-learning {params.curves:q} --heldout {params.heldout} --title 'Learning curves' "
+        "{params.banner:q} --output {output} > {log} 2>&1"
+
+
+rule figure_alignments_compared:
+    input:
+        lambda w: [f"results/alignments/{s}.json" for s in alignment_systems()],
+    output:
+        "results/figures/luong2015_fig7.png",
+    params:
+        labels=lambda w: [f"--label={label(s)}" for s in alignment_systems()],
+        panel=config["figures"].get("luong2015_fig7", {}).get("panel", 0),
+    log:
+        "results/logs/figure_alignments_compared.log",
+    shell:
+        "rnnmt plot-alignments --input {input} {params.labels:q} --panel {params.panel} "
+        "--title 'The same sentence aligned by each attention model' --output {output} > {log} 2>&1"
 
 
 rule provenance:

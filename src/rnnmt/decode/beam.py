@@ -1,25 +1,56 @@
-"""Batched beam search with GroundHog's semantics (paper-spec §1.11).
+"""Batched beam search with GroundHog's semantics (paper-spec §1.11) or Luong's (§4.7).
 
-Each finished hypothesis (one that emits EOS) takes one slot out of its sentence's beam, and the search
-for a sentence ends when its beam is empty or after 3·len(x) steps (len(x) counts the source EOS). EOS is
-forbidden while fewer than len(x)//2 words have been produced. Scores are summed log-probabilities,
-optionally divided by the hypothesis length (EOS included) to pick the best one. With `forbid_unk` the
-UNK logit is −inf (No-UNK decoding); a sentence where nothing finishes then is searched again with UNK
-allowed. If still nothing finishes, the best hypothesis alive at the length limit is returned (GroundHog
-would double the beam instead).
+GroundHog (`shrink=True`): each finished hypothesis (one that emits EOS) takes one slot out of its
+sentence's beam, and the search for a sentence ends when its beam is empty. Luong (`shrink=False`): the
+beam keeps `width` unfinished hypotheses at every step; a hypothesis ending in EOS that ranks above the
+last of them is collected, and a sentence ends after `stack` collected hypotheses (100 in his code).
+
+Both: EOS is forbidden until ⌊min_ratio·|x|⌋ words have been produced and a search stops after
+⌊max_ratio·|x|⌋ steps, |x| counting the source positions the model reads (GroundHog: words and EOS,
+ratios 0.5 and 3; Luong: words, 0.5 and 1.5). Scores are summed log-probabilities, optionally divided by
+the hypothesis length (EOS included) to pick the best one. With `forbid_unk` the UNK log-probability is
+−inf (No-UNK decoding); a sentence where nothing finishes then is searched again with UNK allowed. If
+still nothing finishes, the best hypothesis alive at the length limit is returned (GroundHog would
+double the beam instead). Every hypothesis keeps, per step, the source position of highest attention
+weight, for UNK replacement.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor
 
-from rnnmt.models.build import Seq2Seq
 from rnnmt.text.vocab import Vocab
 
 NEG_INF = float("-inf")
+
+
+class StepModel(Protocol):
+    """What beam search needs of a model (Seq2Seq, or an ensemble of them)."""
+
+    def begin(self, src: Tensor, src_mask: Tensor) -> tuple[Any, Any]: ...
+    def predict(self, ctx: Any, state: Any, step: int) -> tuple[Tensor, Tensor, Any]: ...
+    def advance(self, ctx: Any, state: Any, words: Tensor) -> Any: ...
+
+
+@dataclass(frozen=True)
+class BeamSettings:
+    width: int
+    shrink: bool = True
+    min_ratio: float = 0.5
+    max_ratio: float = 3.0
+    stack: int | None = None  # constant-width beam: stop after this many finished hypotheses (None: width)
+    normalize: bool = False
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any], **overrides: Any) -> BeamSettings:
+        """From a system's `decode` settings (keys as the fields); `overrides` win."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{**{k: v for k, v in cfg.items() if k in known}, **overrides})
 
 
 @dataclass
@@ -27,6 +58,7 @@ class Hypothesis:
     tokens: list[int]  # without EOS
     logprob: float  # summed log-probability, EOS included when finished
     finished: bool
+    align: list[int]  # per step (the EOS step included when finished): the source position of highest weight
 
     def score(self, normalize: bool) -> float:
         """Summed log-probability, or per symbol (EOS counted when it was produced)."""
@@ -37,95 +69,112 @@ def _best(hyps: list[Hypothesis], normalize: bool) -> Hypothesis | None:
     return max(hyps, key=lambda h: h.score(normalize), default=None)
 
 
+def take(tree: Any, rows: Tensor) -> Any:
+    """The given batch rows of every tensor in a nested structure of dicts, lists, tuples and dataclasses."""
+    if isinstance(tree, Tensor):
+        return tree[rows]
+    if isinstance(tree, dict):
+        return {k: take(v, rows) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(take(v, rows) for v in tree)
+    if dataclasses.is_dataclass(tree):
+        return dataclasses.replace(tree, **{f.name: take(getattr(tree, f.name), rows) for f in dataclasses.fields(tree)})
+    return tree
+
+
 @torch.no_grad()
-def beam_search(
-    model: Seq2Seq,
-    src: Tensor,
-    src_mask: Tensor,
-    *,
-    beam: int,
-    normalize: bool = False,
-    forbid_unk: bool = False,
-) -> list[Hypothesis]:
-    """Translate a batch of sources [B, S] (EOS included); returns the best hypothesis per sentence."""
-    finished, alive_at_limit = _search(model, src, src_mask, beam, forbid_unk)
-    results: list[Hypothesis | None] = [_best(f, normalize) for f in finished]
+def beam_search(model: StepModel, src: Tensor, src_mask: Tensor, settings: BeamSettings, forbid_unk: bool = False) -> list[Hypothesis]:
+    """Translate a batch of sources [B, S] (in the model's layout); returns the best hypothesis per sentence."""
+    finished, alive_at_limit = _search(model, src, src_mask, settings, forbid_unk)
+    results: list[Hypothesis | None] = [_best(f, settings.normalize) for f in finished]
     retry = [b for b, r in enumerate(results) if r is None and forbid_unk]
     if retry:
         idx = torch.tensor(retry, device=src.device)
-        again = beam_search(model, src[idx], src_mask[idx], beam=beam, normalize=normalize, forbid_unk=False)
-        for b, hyp in zip(retry, again):
+        for b, hyp in zip(retry, beam_search(model, src[idx], src_mask[idx], settings, forbid_unk=False)):
             results[b] = hyp
-    return [r if r is not None else _best(alive_at_limit[b], normalize) for b, r in enumerate(results)]
+    return [r if r is not None else _best(alive_at_limit[b], settings.normalize) for b, r in enumerate(results)]
 
 
 def _search(
-    model: Seq2Seq, src: Tensor, src_mask: Tensor, k: int, forbid_unk: bool
+    model: StepModel, src: Tensor, src_mask: Tensor, settings: BeamSettings, forbid_unk: bool
 ) -> tuple[list[list[Hypothesis]], list[list[Hypothesis]]]:
     """The beam loop; returns the finished hypotheses and those alive at the length limit, per sentence.
 
-    Sentences whose beam is empty leave the computation (their rows are dropped), so a batch costs what
+    Sentences whose search is over leave the computation (their rows are dropped), so a batch costs what
     its unfinished sentences cost.
     """
-    dec = model.decoder
+    k = settings.width
     batch, device = src.shape[0], src.device
-    enc = model.encode(src, src_mask)
-    keys = dec.attention.prepare(enc).repeat_interleave(k, dim=0)
-    enc = enc.repeat(k)
-    state = dec.init_state(enc)
-    e_prev = torch.zeros(batch * k, dec.embed.weight.shape[1], device=device)
+    ctx, state = model.begin(src, src_mask)
+    first = torch.arange(batch, device=device).repeat_interleave(k)
+    ctx, state = take(ctx, first), take(state, first)
 
     active = torch.arange(batch, device=device)  # original sentence index of each computed sentence
-    src_len = src_mask.sum(dim=1)
-    min_len, max_len = src_len // 2, 3 * src_len
+    src_len = src_mask.sum(dim=1).double()
+    min_len = torch.floor(settings.min_ratio * src_len).long()
+    max_len = torch.floor(settings.max_ratio * src_len).long().clamp(min=1)
     scores = torch.full((batch, k), NEG_INF, device=device)
     scores[:, 0] = 0.0  # the first step expands one empty hypothesis
-    slots = torch.full((batch,), k, device=device)  # beam width left: k minus finished hypotheses
-    history = torch.zeros(batch, k, 0, dtype=torch.long, device=device)
+    # GroundHog: slots left in the beam; Luong: room left on the stack of finished hypotheses.
+    room = torch.full((batch,), k if settings.shrink else (settings.stack or k), device=device)
+    tokens = torch.zeros(batch, k, 0, dtype=torch.long, device=device)
+    aligns = torch.zeros(batch, k, 0, dtype=torch.long, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     alive_at_limit: list[list[Hypothesis]] = [[] for _ in range(batch)]
     banned = [Vocab.PAD, Vocab.BOS] + ([Vocab.UNK] if forbid_unk else [])
-    slot_ids = torch.arange(k, device=device)
+    ranks = torch.arange(2 * k, device=device)
 
     for step in range(int(max_len.max())):
-        logits, context, _ = dec.predict(state, e_prev, keys, enc)
-        logp = torch.log_softmax(logits.float(), dim=-1)
+        logp, alpha, state = model.predict(ctx, state, step)
+        logp = logp.clone()
         vocab = logp.shape[-1]
         logp[:, banned] = NEG_INF
         logp[(step < min_len).repeat_interleave(k), Vocab.EOS] = NEG_INF
 
         n = len(active)
         total = (scores.unsqueeze(-1) + logp.view(n, k, vocab)).view(n, -1)
-        values, flat = total.topk(k, dim=-1)
+        values, flat = total.topk(min(2 * k, total.shape[1]), dim=-1)
         origin, words = flat // vocab, flat % vocab
-        chosen = (slot_ids < slots.unsqueeze(1)) & torch.isfinite(values)
-        ends = chosen & (words == Vocab.EOS)
+        ok, is_eos = torch.isfinite(values), words == Vocab.EOS
+        if settings.shrink:
+            taken = ok & (ranks[: values.shape[1]] < room.unsqueeze(1))
+            ends, live = taken & is_eos, taken & ~is_eos
+        else:
+            earlier_words = torch.cumsum(~is_eos, dim=1) - (~is_eos).long()
+            ends = ok & is_eos & (earlier_words < k)
+            ends &= torch.cumsum(ends, dim=1) <= room.unsqueeze(1)
+            live = ok & ~is_eos & (earlier_words < k)
+
+        step_align = alpha.argmax(dim=-1).view(n, k).gather(1, origin)
+        tokens = torch.cat([tokens.gather(1, origin.unsqueeze(-1).expand(-1, -1, tokens.shape[-1])), words.unsqueeze(-1)], dim=-1)
+        aligns = torch.cat([aligns.gather(1, origin.unsqueeze(-1).expand(-1, -1, aligns.shape[-1])), step_align.unsqueeze(-1)], dim=-1)
         last_step = (step + 1 >= max_len).unsqueeze(1)
-        live = chosen & ~ends & ~last_step
+        _collect(ends, active, tokens[..., :-1], aligns, values, finished, done=True)
+        _collect(live & last_step, active, tokens, aligns, values, alive_at_limit, done=False)
+        room -= ends.sum(dim=1)
+        live &= ~last_step
 
-        history = torch.cat([history.gather(1, origin.unsqueeze(-1).expand_as(history)), words.unsqueeze(-1)], dim=-1)
-        _collect(ends, active, history[..., :-1], values, finished, done=True)
-        _collect(chosen & ~ends & last_step, active, history, values, alive_at_limit, done=False)
-        slots -= ends.sum(dim=1)
-
-        rows = origin + torch.arange(n, device=device).unsqueeze(1) * k  # parents in the current layout
-        keep = live.any(dim=1).nonzero().squeeze(1)
+        # The live candidates, best first, fill the k slots of the next step.
+        slot = torch.sort(live.to(torch.int8), dim=1, descending=True, stable=True).indices[:, :k]
+        live, values, origin, words = (t.gather(1, slot) for t in (live, values, origin, words))
+        tokens = tokens.gather(1, slot.unsqueeze(-1).expand(-1, -1, tokens.shape[-1]))
+        aligns = aligns.gather(1, slot.unsqueeze(-1).expand(-1, -1, aligns.shape[-1]))
+        keep = (live.any(dim=1) & (room > 0)).nonzero().squeeze(1)
         if len(keep) == 0:
             break
+        rows = (origin + torch.arange(n, device=device).unsqueeze(1) * k)[keep].view(-1)  # parents, current layout
         if len(keep) < n:
-            active, values, words, live, rows, history = (t[keep] for t in (active, values, words, live, rows, history))
-            slots, min_len, max_len = slots[keep], min_len[keep], max_len[keep]
-            kept_rows = (keep.unsqueeze(1) * k + slot_ids).view(-1)
-            enc, keys = enc.select(kept_rows), keys[kept_rows]
+            active, room, min_len, max_len = active[keep], room[keep], min_len[keep], max_len[keep]
+            live, values, words, tokens, aligns = live[keep], values[keep], words[keep], tokens[keep], aligns[keep]
+            ctx = take(ctx, (keep.unsqueeze(1) * k + torch.arange(k, device=device)).view(-1))
         scores = values.masked_fill(~live, NEG_INF)
-        safe_words = words.masked_fill(~live, Vocab.EOS).view(-1)
-        state, e_prev = dec.advance(state[rows.view(-1)], safe_words, context[rows.view(-1)])
+        state = model.advance(ctx, take(state, rows), words.masked_fill(~live, Vocab.EOS).view(-1))
     return finished, alive_at_limit
 
 
 def _collect(
-    which: Tensor, active: Tensor, tokens: Tensor, values: Tensor, into: list[list[Hypothesis]], done: bool
+    which: Tensor, active: Tensor, tokens: Tensor, aligns: Tensor, values: Tensor, into: list[list[Hypothesis]], done: bool
 ) -> None:
-    """Move the hypotheses marked in `which` [n, K] into per-sentence lists (few per step)."""
+    """Move the hypotheses marked in `which` [n, C] into per-sentence lists (few per step)."""
     for row, slot in which.nonzero().tolist():
-        into[int(active[row])].append(Hypothesis(tokens[row, slot].tolist(), float(values[row, slot]), done))
+        into[int(active[row])].append(Hypothesis(tokens[row, slot].tolist(), float(values[row, slot]), done, aligns[row, slot].tolist()))

@@ -20,6 +20,20 @@ def check_parallel(hyps: list[str], refs: list[str]) -> None:
         )
 
 
+# Aggressive hyphen splitting as sacremoses/tokenizer.perl -a write it, and as Stanford's En-De files do.
+SPLIT_HYPHENS = (" @-@ ", " ##AT##-##AT## ")
+
+
+def rejoin_hyphens(lines: list[str]) -> list[str]:
+    """Undo aggressive hyphen splitting ("well @-@ known" -> "well-known"), as Luong et al. did before BLEU."""
+    out = []
+    for line in lines:
+        for split in SPLIT_HYPHENS:
+            line = line.replace(split, "-")
+        out.append(line)
+    return out
+
+
 def tokenized_bleu(hyps: list[str], refs: list[str]) -> float:
     """Case-sensitive corpus BLEU on already Moses-tokenized text, as multi-bleu.perl computes it."""
     check_parallel(hyps, refs)

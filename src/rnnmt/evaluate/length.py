@@ -1,4 +1,4 @@
-"""BLEU as a function of sentence length (paper Figure 2) and BLEU on short vs long sentences.
+"""BLEU as a function of sentence length (Bahdanau Figure 2, Luong Figure 6) and on short vs long sentences.
 
 `lengths[i]` is the length of sentence i in Moses tokens; the caller decides whether it is the
 source or the reference length (the paper does not say, paper-spec.md §3.5).
@@ -74,3 +74,21 @@ def split_bleu(hyps: list[str], refs: list[str], lengths: list[int], threshold: 
         "short": {"bleu": _subset_bleu(hyps, refs, short, 1), "n": len(short)},
         "long": {"bleu": _subset_bleu(hyps, refs, long, 1), "n": len(long)},
     }
+
+
+def length_groups(hyps: list[str], refs: list[str], group_size: int = 200) -> list[dict]:
+    """Luong's protocol (length_analysis.py): sort the sentences by reference length (stable), cut them
+    into consecutive groups of `group_size` (the last may be smaller), and score each group.
+
+    Returns one {"x": longest reference length in the group, "bleu", "n"} per group.
+    """
+    check_parallel(hyps, refs)
+    if group_size < 1:
+        raise UserError(f"The group size must be at least 1, got {group_size}.")
+    lengths = [len(r.split()) for r in refs]
+    order = sorted(range(len(refs)), key=lambda i: lengths[i])
+    groups = []
+    for start in range(0, len(order), group_size):
+        picked = order[start : start + group_size]
+        groups.append({"x": max(lengths[i] for i in picked), "bleu": _subset_bleu(hyps, refs, picked, 1), "n": len(picked)})
+    return groups

@@ -1,4 +1,5 @@
-"""Figures: BLEU vs sentence length (paper Figure 2) and alignment heat maps (paper Figure 3).
+"""Figures: BLEU vs sentence length (Bahdanau Figure 2, Luong Figure 6), learning curves (Luong
+Figure 5) and alignment heat maps (Bahdanau Figure 3, Luong Figure 7).
 
 Figures are drawn on a bare Figure with the Agg canvas, so importing this module leaves pyplot and the
 global matplotlib backend alone.
@@ -41,20 +42,38 @@ def plot_length_curves(
     title: str,
     xlabel: str = "Sentence length",
     banner: str | None = None,
+    markevery: int = 10,
 ) -> None:
-    """One BLEU-vs-length line per system from length_curve() points; points with "bleu": None are gaps."""
+    """One BLEU-vs-length line per system from length_curve() or length_groups() points; points with
+    "bleu": None are gaps."""
     if not curves:
         raise UserError("A length plot needs at least one system's curve.")
+    lines = {system: ([p["x"] for p in points], [math.nan if p["bleu"] is None else p["bleu"] for p in points]) for system, points in curves.items()}
+    _line_plot(lines, out_png, title=title, xlabel=xlabel, ylabel="BLEU score", banner=banner, markevery=markevery, from_zero=True)
+
+
+def plot_learning_curves(
+    curves: dict[str, list[tuple[int, float]]], out_png: str | os.PathLike, *, title: str, ylabel: str, banner: str | None = None
+) -> None:
+    """One held-out cost line per system against the number of updates (mini-batches)."""
+    if not curves or not any(curves.values()):
+        raise UserError("A learning-curve plot needs at least one system with validation points.")
+    lines = {system: ([u for u, _ in points], [c for _, c in points]) for system, points in curves.items()}
+    _line_plot(lines, out_png, title=title, xlabel="Mini-batches", ylabel=ylabel, banner=banner, markevery=1, from_zero=False)
+
+
+def _line_plot(
+    lines: dict[str, tuple[list, list]], out_png, *, title: str, xlabel: str, ylabel: str, banner: str | None, markevery: int, from_zero: bool
+) -> None:
     fig = Figure(figsize=(6.4, 4.8))
     ax = fig.add_subplot()
-    for k, (system, points) in enumerate(curves.items()):
-        xs = [p["x"] for p in points]
-        ys = [math.nan if p["bleu"] is None else p["bleu"] for p in points]
+    for k, (system, (xs, ys)) in enumerate(lines.items()):
         ax.plot(xs, ys, label=_literal(system), linestyle=LINE_STYLES[k % len(LINE_STYLES)],
-                marker=MARKERS[k % len(MARKERS)], markevery=10, markersize=4)
+                marker=MARKERS[k % len(MARKERS)], markevery=markevery, markersize=4)  # fmt: skip
     ax.set_xlabel(_literal(xlabel))
-    ax.set_ylabel("BLEU score")
-    ax.set_ylim(bottom=0)
+    ax.set_ylabel(_literal(ylabel))
+    if from_zero:
+        ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.suptitle(_literal(title))
@@ -91,7 +110,7 @@ def _draw_alignment(ax, panel: dict, weights: np.ndarray, letter: str) -> None:
     ax.set_xticks(range(len(panel["source"])), [_literal(t) for t in panel["source"]], rotation=90)
     ax.set_yticks(range(len(panel["target"])), [_literal(t) for t in panel["target"]])
     ax.tick_params(length=0, labelsize=8)
-    ax.set_xlabel(f"({letter})")
+    ax.set_xlabel(f"({letter}) {_literal(panel['label'])}" if panel.get("label") else f"({letter})")
 
 
 def plot_alignments(panels: list[dict], out_png: str | os.PathLike, *, title: str) -> None:

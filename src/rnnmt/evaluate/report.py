@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rnnmt.evaluate.tables import DEMO_BANNER, attention_check, build_table1, build_table2, write_table
+from rnnmt.evaluate.tables import DEMO_BANNER, attention_check, build_luong_table, build_table1, build_table2, write_table
 from rnnmt.fileio import read_json
 
 
@@ -14,10 +14,18 @@ def _load(path: str | None) -> dict | None:
 
 
 def table_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
-    """spec: {kind: bleu|learning, title, demo, rows: [{label, system?, file?, published?}], check?}."""
+    """spec: {kind: bleu|learning|luong, title, demo, rows: [{label, system?, file?, unk_file?, meta?, published?}],
+    check?, unk_column?}."""
     rows = spec["rows"]
     if spec["kind"] == "bleu":
         df = build_table1([{"system": r["label"], "scores": _load(r.get("file")), "published": r.get("published")} for r in rows], demo=spec["demo"])
+    elif spec["kind"] == "luong":
+        luong_rows = [
+            {"system": r["label"], "scores": _load(r.get("file")), "scores_unk": _load(r.get("unk_file")), "meta": _load(r.get("meta")),
+             "published": r.get("published")}
+            for r in rows
+        ]  # fmt: skip
+        df = build_luong_table(luong_rows, demo=spec["demo"], unk_column=spec.get("unk_column", False))
     else:
         df = build_table2([{"system": r["label"], "meta": _load(r.get("file")), "published": r.get("published")} for r in rows], demo=spec["demo"])
     if spec.get("check"):

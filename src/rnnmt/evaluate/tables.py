@@ -1,4 +1,5 @@
-"""Paper tables (Table 1 BLEU, Table 2 learning statistics) as DataFrames, CSV and Markdown; the demo check."""
+"""Paper tables as DataFrames, CSV and Markdown: Bahdanau's Table 1 (BLEU) and Table 2 (learning
+statistics), Luong's Tables 1, 3 and 4 (perplexity, BLEU, BLEU after UNK replacement); the demo check."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def _signature_notes(rows: list[dict]) -> list[str]:
     signatures = dict.fromkeys(
         _field(row["scores"], "sacrebleu_signature", f"The scores of {row['system']!r}")
         for row in rows
-        if row["scores"]
+        if row.get("scores")
     )
     return [f"sacreBLEU signature: `{sig}`" for sig in signatures]
 
@@ -143,6 +144,50 @@ def build_table2(rows: list[dict], *, demo: bool) -> pd.DataFrame:
         text_columns=["System", "Device"],
         int_columns=["Updates", "published Updates"],
     )
+
+
+LUONG_NOTE = (
+    "Ppl = test-set perplexity per word (EOS counted). BLEU = case-sensitive corpus BLEU on Moses-tokenized "
+    "text with split hyphens rejoined (multi-bleu.perl after Luong's post-processing), the paper's metric; "
+    "+unk = after UNK replacement. sacreBLEU (detok) is 13a on detokenized output, the closest public "
+    "stand-in for NIST mteval-v13a, and not comparable with the published tokenized BLEU."
+)
+
+
+def _luong_record(row: dict, demo: bool, unk_column: bool) -> dict:
+    system = _field(row, "system", "A Luong table row")
+    ours = _reader(row.get("scores"), f"The scores of {system!r}")
+    published = row.get("published") or {}
+    pub = published.get  # the paper gives some numbers per row only (no perplexity for an ensemble)
+    meta = row.get("meta")
+    ppl = None
+    if meta is not None:
+        ppl = _field(meta, "heldout_ppl", f"The meta.json of {system!r}").get("test")
+    record = {"System": system, "Ppl": ppl, "BLEU": ours("bleu_all")}
+    deltas = [("delta Ppl", "Ppl", "published Ppl"), ("delta BLEU", "BLEU", "published BLEU")]
+    if unk_column:
+        record["BLEU +unk"] = _reader(row.get("scores_unk"), f"The UNK-replaced scores of {system!r}")("bleu_all")
+        deltas.append(("delta BLEU +unk", "BLEU +unk", "published BLEU +unk"))
+    record["sacreBLEU (detok)"] = ours("sacrebleu_all")
+    record["published Ppl"] = pub("ppl")
+    record["published BLEU"] = pub("bleu")
+    if unk_column:
+        record["published BLEU +unk"] = pub("bleu_unk")
+    return _with_deltas(record, deltas, demo)
+
+
+def build_luong_table(rows: list[dict], *, demo: bool, unk_column: bool = False) -> pd.DataFrame:
+    """Luong's Tables 1, 3 and 4: test perplexity, tokenized BLEU (and, for Table 4, BLEU after UNK
+    replacement), detokenized sacreBLEU, the published numbers and, unless demo, the deltas.
+
+    A row is {"system", "scores": score dict or None (the UNK-replaced one on a "+unk replace" row),
+    "scores_unk": score dict or None, "meta": meta.json dict or None, "published": dict or None}.
+    """
+    if not rows:
+        raise UserError("A Luong table needs at least one row.")
+    df = _frame([_luong_record(row, demo, unk_column) for row in rows], text_columns=["System"])
+    df.attrs["notes"] = [LUONG_NOTE, *_signature_notes(rows)]
+    return df
 
 
 def _is_missing(value) -> bool:

@@ -3,6 +3,10 @@
 `additive` is Bahdanau's alignment model (paper-spec §1.3); `none` is RNNencdec, whose context is the
 fixed summary c at every step (§2). Each class precomputes what does not depend on the decoder step
 once per batch (`prepare`), and `forward` does the per-step work.
+
+Luong et al.'s attention (§4.2–4.3) is `LuongAttention`: global or local (local-m, local-p) over the top
+encoder states h̄_s, queried by the current decoder state h_t, with the score functions dot, general,
+concat (Luong's simplified v_aᵀ tanh(h̄_s + W_a h_t)) and location (softmax(W_a h_t) over fixed positions).
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from rnnmt.errors import UserError
 from rnnmt.models.encoders import Encoded
 
 
@@ -50,4 +55,78 @@ class NoAttention(nn.Module):
         return keys, enc.mask.to(keys.dtype)
 
 
+class LuongAttention(nn.Module):
+    """a_t over source positions for queries h_t [B, T, H] at 0-based target steps `steps` [T]; no biases.
+
+    Positions are those of the encoder's input, so with a reversed source position 0 holds the last word.
+    Local attention keeps the window [p_t − D, p_t + D] inside the sentence: local-m centres it on the
+    target step in the original (unreversed) word order; local-p on ⌊p_t⌋ with p_t = S·sigmoid(v_pᵀ
+    tanh(W_p h_t)), and multiplies the softmax over the window by exp(−(s − p_t)² / 2σ²), σ = D/2, without
+    renormalising (Luong's code). The location score is defined for `max_positions` source positions;
+    words beyond get no weight ("we ignore words near the end").
+    """
+
+    static = False
+
+    def __init__(self, hidden: int, kind: str, score: str, window: int, max_positions: int, reversed_source: bool) -> None:
+        super().__init__()
+        if kind not in LUONG_KINDS or score not in LUONG_SCORES:
+            raise UserError(f"Luong attention is {kind!r} with score {score!r}; expected {'/'.join(LUONG_KINDS)} with {'/'.join(LUONG_SCORES)}.")
+        self.kind, self.score, self.window, self.reversed_source = kind, score, window, reversed_source
+        if score in ("general", "concat"):
+            self.W_a = nn.Linear(hidden, hidden, bias=False)
+        if score == "concat":
+            self.v_a = nn.Linear(hidden, 1, bias=False)
+        if score == "location":
+            self.W_a = nn.Linear(hidden, max_positions, bias=False)
+        if kind == "local-p":
+            self.W_p = nn.Linear(hidden, hidden, bias=False)
+            self.v_p = nn.Linear(hidden, 1, bias=False)
+
+    def prepare(self, enc: Encoded) -> Tensor:
+        """The keys the scores read: W_a h̄_s for general (once per batch), else h̄_s."""
+        return self.W_a(enc.annotations) if self.score == "general" else enc.annotations
+
+    def energies(self, query: Tensor, keys: Tensor) -> Tensor:
+        """score(h_t, h̄_s) for every step and position: [B, T, S]."""
+        if self.score in ("dot", "general"):
+            return torch.bmm(query, keys.transpose(1, 2))
+        if self.score == "concat":
+            return self.v_a(torch.tanh(keys.unsqueeze(1) + self.W_a(query).unsqueeze(2))).squeeze(-1)
+        energy = self.W_a(query)
+        width = keys.shape[1]
+        if energy.shape[-1] >= width:
+            return energy[..., :width]
+        return torch.cat([energy, energy.new_full((*energy.shape[:-1], width - energy.shape[-1]), float("-inf"))], dim=-1)
+
+    def forward(self, query: Tensor, keys: Tensor, enc: Encoded, steps: Tensor) -> tuple[Tensor, Tensor]:
+        """Return the contexts c_t [B, T, H] and the weights a_t [B, T, S] (zero outside the mask and window)."""
+        allowed = enc.mask.unsqueeze(1).expand(-1, query.shape[1], -1)
+        gauss = None
+        if self.kind != "global":
+            length = enc.mask.sum(dim=1, keepdim=True).to(query.dtype)  # [B, 1]
+            positions = torch.arange(keys.shape[1], device=query.device, dtype=query.dtype)
+            if self.kind == "local-m":
+                # p_t = t in the original word order, clipped to the last word.
+                centre = torch.minimum(steps.to(query.dtype).unsqueeze(0), length - 1)
+                if self.reversed_source:
+                    centre = length - 1 - centre
+                p = centre
+            else:
+                p = length * torch.sigmoid(self.v_p(torch.tanh(self.W_p(query)))).squeeze(-1)
+                centre = torch.floor(p)
+            allowed = allowed & ((positions - centre.unsqueeze(-1)).abs() <= self.window)
+            if self.kind == "local-p":
+                sigma = self.window / 2
+                gauss = torch.exp(-((positions - p.unsqueeze(-1)) ** 2) / (2 * sigma**2))
+        alpha = torch.softmax(self.energies(query, keys).masked_fill(~allowed, float("-inf")), dim=-1)
+        # A row with nothing allowed (a location score on an empty window) gets no weight, not NaN.
+        alpha = alpha.nan_to_num(0.0)
+        if gauss is not None:
+            alpha = alpha * gauss
+        return torch.bmm(alpha, enc.annotations), alpha
+
+
+LUONG_KINDS = ("global", "local-m", "local-p")
+LUONG_SCORES = ("dot", "general", "concat", "location")
 ATTENTIONS = {"additive": AdditiveAttention, "none": NoAttention}

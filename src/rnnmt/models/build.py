@@ -1,4 +1,9 @@
-"""Build a model from a system's `model` config and initialise it (paper-spec §1.7)."""
+"""Build a model from a system's `model` config and initialise it (paper-spec §1.7, §4.5).
+
+`decoder: gru` is Bahdanau's family (bigru/gru encoder, additive or no attention); `decoder: lstm` is
+Luong's (stacked LSTM encoder, global/local attention or none). Besides the network, the model config
+says how a source sentence is laid out: with EOS (GroundHog) or without (Luong), reversed or not.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +13,27 @@ import torch
 from torch import Tensor, nn
 
 from rnnmt.errors import UserError
-from rnnmt.models.decoders import BahdanauDecoder
-from rnnmt.models.encoders import ENCODERS, Encoded
+from rnnmt.models.attention import LUONG_KINDS, LuongAttention
+from rnnmt.models.decoders import BahdanauDecoder, Context, LuongDecoder, State
+from rnnmt.models.encoders import ENCODERS, Encoded, LSTMEncoder
+
+# The conventions of GroundHog systems, whose configs (and model files) predate these keys.
+DEFAULTS = {"decoder": "gru", "source_eos": True, "reverse_source": False}
+
+
+def model_settings(cfg: dict[str, Any]) -> dict[str, Any]:
+    """A model config with the GroundHog conventions filled in where it does not say otherwise."""
+    return {**DEFAULTS, **cfg}
 
 
 class Seq2Seq(nn.Module):
-    """An encoder and a decoder; `forward` is the teacher-forced pass used for training."""
+    """An encoder and a decoder; `forward` is the teacher-forced pass used for training.
 
-    def __init__(self, encoder: nn.Module, decoder: BahdanauDecoder) -> None:
+    `begin`, `predict` and `advance` are the step interface of beam search (see decoders.py); `predict`
+    returns log-probabilities, so that an ensemble can average them.
+    """
+
+    def __init__(self, encoder: nn.Module, decoder: nn.Module) -> None:
         super().__init__()
         self.encoder = encoder
         self.decoder = decoder
@@ -26,26 +44,64 @@ class Seq2Seq(nn.Module):
     def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor) -> tuple[Tensor, Tensor]:
         return self.decoder(self.encode(src, src_mask), tgt)
 
+    def begin(self, src: Tensor, src_mask: Tensor) -> tuple[Context, State]:
+        return self.decoder.begin(self.encode(src, src_mask))
+
+    def predict(self, ctx: Context, state: State, step: int) -> tuple[Tensor, Tensor, State]:
+        logits, alpha, state = self.decoder.predict(ctx, state, step)
+        return torch.log_softmax(logits.float(), dim=-1), alpha, state
+
+    def advance(self, ctx: Context, state: State, words: Tensor) -> State:
+        return self.decoder.advance(ctx, state, words)
+
+
+def _choice(cfg: dict[str, Any], key: str, allowed: tuple[str, ...] | list[str], family: str) -> str:
+    if cfg[key] not in allowed:
+        raise UserError(f"model.{key} is {cfg[key]!r}, but a '{family}' decoder takes {', '.join(allowed)}.")
+    return cfg[key]
+
 
 def build_model(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int) -> Seq2Seq:
     """Create the network described by a system's `model` section, initialised per `cfg['init']`."""
-    if cfg["encoder"] not in ENCODERS:
-        raise UserError(f"model.encoder is {cfg['encoder']!r}; expected one of {sorted(ENCODERS)}.")
-    encoder = ENCODERS[cfg["encoder"]](src_vocab, cfg["emb"], cfg["hidden"])
+    cfg = model_settings(cfg)
+    if cfg["decoder"] not in BUILDERS:
+        raise UserError(f"model.decoder is {cfg['decoder']!r}; expected one of {', '.join(BUILDERS)}.")
+    model = BUILDERS[cfg["decoder"]](cfg, src_vocab, tgt_vocab)
+    if cfg["init"] not in INITIALISERS:
+        raise UserError(f"model.init is {cfg['init']!r}; expected one of {', '.join(INITIALISERS)}.")
+    INITIALISERS[cfg["init"]](model, cfg)
+    return model
+
+
+def _build_bahdanau(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int) -> Seq2Seq:
+    encoder = ENCODERS[_choice(cfg, "encoder", ("bigru", "gru"), "gru")](src_vocab, cfg["emb"], cfg["hidden"])
     decoder = BahdanauDecoder(
         tgt_vocab,
         cfg["emb"],
         cfg["hidden"],
         context_size=encoder.output_size,
         summary_size=encoder.summary_size,
-        attention=cfg["attention"],
+        attention=_choice(cfg, "attention", ("additive", "none"), "gru"),
         align_hidden=cfg["align_hidden"],
         maxout_units=cfg["maxout"],
         output_rank=cfg.get("output_rank"),
     )
-    model = Seq2Seq(encoder, decoder)
-    INITIALISERS[cfg["init"]](model)
-    return model
+    return Seq2Seq(encoder, decoder)
+
+
+def _build_luong(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int) -> Seq2Seq:
+    _choice(cfg, "encoder", ("lstm",), "lstm")
+    kind = _choice(cfg, "attention", ("none", *LUONG_KINDS), "lstm")
+    sizes = (cfg["emb"], cfg["hidden"], cfg["layers"])
+    common = {"dropout": cfg["dropout"], "bias": cfg["bias"], "state_clip": cfg["state_clip"]}
+    encoder = LSTMEncoder(src_vocab, *sizes, **common)
+    attention = None
+    if kind != "none":
+        attention = LuongAttention(cfg["hidden"], kind, cfg["score"], cfg["window"], cfg["max_positions"], cfg["reverse_source"])
+    return Seq2Seq(encoder, LuongDecoder(tgt_vocab, *sizes, attention, feed_input=cfg["feed_input"], **common))
+
+
+BUILDERS = {"gru": _build_bahdanau, "lstm": _build_luong}
 
 
 def _orthogonal_blocks(weight: Tensor) -> None:
@@ -55,7 +111,7 @@ def _orthogonal_blocks(weight: Tensor) -> None:
         nn.init.orthogonal_(block)
 
 
-def init_groundhog(model: nn.Module) -> None:
+def init_groundhog(model: nn.Module, cfg: dict[str, Any]) -> None:
     """GroundHog's scheme: orthogonal recurrent, N(0, 0.001²) W_a/U_a, v_a = 0, biases 0, else N(0, 0.01²)."""
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -70,7 +126,7 @@ def init_groundhog(model: nn.Module) -> None:
                 p.normal_(0.0, 1e-2)
 
 
-def init_uniform(model: nn.Module, scale: float = 0.1) -> None:
+def init_uniform(model: nn.Module, cfg: dict[str, Any], scale: float = 0.1) -> None:
     """U(−0.1, 0.1) everywhere (the common NMT default), recurrent matrices orthogonal, biases 0."""
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -82,7 +138,14 @@ def init_uniform(model: nn.Module, scale: float = 0.1) -> None:
                 p.uniform_(-scale, scale)
 
 
-INITIALISERS = {"groundhog": init_groundhog, "uniform": init_uniform}
+def init_luong(model: nn.Module, cfg: dict[str, Any]) -> None:
+    """Luong et al.: every parameter uniform in [−r, r], r = init_range (0.1 in the paper, §4.5)."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.uniform_(-cfg["init_range"], cfg["init_range"])
+
+
+INITIALISERS = {"groundhog": init_groundhog, "uniform": init_uniform, "luong": init_luong}
 
 
 def count_parameters(model: nn.Module) -> int:

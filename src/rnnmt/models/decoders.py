@@ -1,8 +1,16 @@
-"""The decoder of RNNsearch and RNNencdec: a GRU fed with the context, and a maxout deep output.
+"""Decoders: Bahdanau's GRU with a maxout deep output, and Luong's stacked LSTM with attentional states.
 
-Time indexing follows GroundHog (paper-spec §1.6): the state s that has consumed y_<t is the attention
-query for predicting y_t; the same context c_t feeds the readout for y_t and the state update that
-consumes y_t. There is no BOS embedding: the previous-word readout term is zero at the first step.
+Bahdanau (GroundHog, paper-spec §1.6): the state s that has consumed y_<t is the attention query for
+predicting y_t; the same context c_t feeds the readout for y_t and the state update that consumes y_t.
+There is no BOS embedding: the previous-word readout term is zero at the first step.
+
+Luong (§4.1–4.4): `<s>` is the first input; the top state h_t after consuming y_{t−1} queries the
+attention, h̃_t = tanh(W_c [c_t; h_t]) predicts y_t, and with input feeding h̃_t joins the embedding of
+y_t as the next input. Without input feeding the LSTM runs over the whole target at once.
+
+Both offer the same step interface to beam search: `begin` (per-sentence context and the first state),
+`predict` (logits for the next word) and `advance` (consume the chosen words). States are dicts of
+tensors with one row per hypothesis, so a search can reorder and drop rows without knowing the model.
 """
 
 from __future__ import annotations
@@ -10,9 +18,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from rnnmt.models.attention import ATTENTIONS
+from rnnmt.models import lstm
+from rnnmt.models.attention import ATTENTIONS, LuongAttention
 from rnnmt.models.encoders import Embedding, Encoded
 from rnnmt.models.gru import GroundhogGRU
+from rnnmt.text.vocab import Vocab
+
+Context = dict[str, object]  # per sentence: the Encoded source and the attention keys
+State = dict[str, Tensor]  # per hypothesis
 
 
 class BahdanauDecoder(nn.Module):
@@ -74,12 +87,106 @@ class BahdanauDecoder(nn.Module):
         logits = self.readout(torch.stack(states, 1), e_prev, torch.stack(contexts, 1))
         return logits, torch.stack(alphas, 1)
 
-    def predict(self, s: Tensor, e_prev: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
-        """One decoding step before the word is chosen: (logits, context, α) for states s [N, H]."""
-        c, alpha = self.attention(s, keys, enc)
-        return self.readout(s, e_prev, c), c, alpha
+    def begin(self, enc: Encoded) -> tuple[Context, State]:
+        """The search context and the state before the first word (s_0, no previous word)."""
+        s = self.init_state(enc)
+        return {"enc": enc, "keys": self.attention.prepare(enc)}, {"s": s, "e_prev": s.new_zeros(s.shape[0], self.embed.weight.shape[1])}
 
-    def advance(self, s: Tensor, y: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
-        """Consume the chosen words y [N] with the same context; return (new state, E y)."""
-        e = self.embed(y)
-        return self.gru.step(self.gru.project_inputs(e) + self.gru.project_context(c), s), e
+    def predict(self, ctx: Context, state: State, step: int) -> tuple[Tensor, Tensor, State]:
+        """Logits [N, V] and α [N, S] for the next word; the state keeps the context for `advance`."""
+        c, alpha = self.attention(state["s"], ctx["keys"], ctx["enc"])
+        return self.readout(state["s"], state["e_prev"], c), alpha, {**state, "c": c}
+
+    def advance(self, ctx: Context, state: State, words: Tensor) -> State:
+        """Consume the chosen words [N] with the same context c (§1.6)."""
+        e = self.embed(words)
+        s = self.gru.step(self.gru.project_inputs(e) + self.gru.project_context(state["c"]), state["s"])
+        return {"s": s, "e_prev": e}
+
+
+class LuongDecoder(nn.Module):
+    """Stacked LSTM decoder with global/local attention, attentional states and optional input feeding."""
+
+    def __init__(
+        self,
+        vocab_size: int,
+        emb_dim: int,
+        hidden: int,
+        layers: int,
+        attention: LuongAttention | None,
+        feed_input: bool,
+        dropout: float,
+        bias: bool,
+        state_clip: float | None,
+    ) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, emb_dim)
+        self.drop = nn.Dropout(dropout)
+        self.feed_input = feed_input
+        self.hidden = hidden
+        self.lstm = lstm.make_lstm(emb_dim + (hidden if feed_input else 0), hidden, layers, dropout, bias)
+        self.attention = attention
+        self.state_clip = state_clip
+        # h̃_t = tanh(W_c [c_t; h_t]), context first (§4.1); without attention h̃_t = h_t.
+        self.W_c = nn.Linear(2 * hidden, hidden, bias=bias) if attention is not None else None
+        self.W_s = nn.Linear(hidden, vocab_size, bias=bias)
+
+    def attend(self, h: Tensor, ctx: Context, steps: Tensor) -> tuple[Tensor, Tensor]:
+        """Attentional states h̃ [B, T, H] and weights [B, T, S] for top states h [B, T, H]."""
+        enc = ctx["enc"]
+        if self.attention is None:
+            return h, h.new_zeros(h.shape[0], h.shape[1], enc.mask.shape[1])
+        c, alpha = self.attention(h, ctx["keys"], enc, steps)
+        return torch.tanh(self.W_c(torch.cat([c, h], dim=-1))), alpha
+
+
+    def _inputs(self, words: Tensor, h_tilde: Tensor | None) -> Tensor:
+        """Layer 1's input: E y, joined by h̃_{t−1} with input feeding; dropout applies to all of it."""
+        e = self.embed(words)
+        return self.drop(torch.cat([e, h_tilde], dim=-1) if self.feed_input else e)
+
+    def _context(self, enc: Encoded) -> Context:
+        return {"enc": enc, "keys": self.attention.prepare(enc) if self.attention is not None else None}
+
+    def forward(self, enc: Encoded, tgt: Tensor) -> tuple[Tensor, Tensor]:
+        """Teacher-forced pass over tgt [B, T] (ending in EOS); returns logits [B, T, V], weights [B, T, S]."""
+        ctx = self._context(enc)
+        words = torch.cat([torch.full_like(tgt[:, :1], Vocab.BOS), tgt[:, :-1]], dim=1)
+        steps = torch.arange(tgt.shape[1], device=tgt.device)
+        state = lstm.unpack_state(enc.summary)
+        if not self.feed_input and self.state_clip is None:
+            h, _ = self.lstm(self._inputs(words, None), state)
+            h_tilde, alpha = self.attend(h, ctx, steps)
+            return self.W_s(h_tilde), alpha
+        h_tilde = enc.annotations.new_zeros(tgt.shape[0], self.hidden)
+        outputs, alphas = [], []
+        for t in range(tgt.shape[1]):
+            h, state = lstm.step(self.lstm, self._inputs(words[:, t], h_tilde), state, self.state_clip)
+            h_tilde, alpha = self.attend(h.unsqueeze(1), ctx, steps[t : t + 1])
+            h_tilde = h_tilde.squeeze(1)
+            outputs.append(h_tilde)
+            alphas.append(alpha)
+        return self.W_s(torch.stack(outputs, 1)), torch.cat(alphas, 1)
+
+    def _step(self, lstm_state: Tensor, words: Tensor, h_tilde: Tensor) -> State:
+        """Consume words [N] (with h̃_{t−1}) from a batch-first state [N, 2, layers, H]."""
+        h, new = lstm.step(self.lstm, self._inputs(words, h_tilde), lstm.unpack_state(lstm_state), self.state_clip)
+        return {"lstm": lstm.pack_state(new), "top": h}
+
+    def begin(self, enc: Encoded) -> tuple[Context, State]:
+        """The search context and the state after consuming `<s>` (h̃_0 = 0)."""
+        ctx = self._context(enc)
+        batch = enc.summary.shape[0]
+        bos = torch.full((batch,), Vocab.BOS, dtype=torch.long, device=enc.summary.device)
+        return ctx, self._step(enc.summary, bos, enc.summary.new_zeros(batch, self.hidden))
+
+    def predict(self, ctx: Context, state: State, step: int) -> tuple[Tensor, Tensor, State]:
+        """Logits [N, V] and weights [N, S] of target position `step`; the state keeps h̃_t for feeding."""
+        steps = torch.tensor([step], device=state["top"].device)
+        h_tilde, alpha = self.attend(state["top"].unsqueeze(1), ctx, steps)
+        h_tilde = h_tilde.squeeze(1)
+        return self.W_s(h_tilde), alpha.squeeze(1), {**state, "h_tilde": h_tilde}
+
+    def advance(self, ctx: Context, state: State, words: Tensor) -> State:
+        return self._step(state["lstm"], words, state["h_tilde"])
+

@@ -1,4 +1,5 @@
-"""Source encoders: the bidirectional GRU of RNNsearch and the unidirectional GRU of RNNencdec."""
+"""Source encoders: the bidirectional GRU of RNNsearch, the unidirectional GRU of RNNencdec, and the
+stacked LSTM of Luong et al. 2015."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from rnnmt.models import lstm
 from rnnmt.models.gru import GroundhogGRU
 
 
@@ -16,7 +18,9 @@ class Encoded:
 
     annotations: Tensor  # [B, S, A]
     mask: Tensor  # [B, S] bool, True on real tokens (EOS included)
-    summary: Tensor  # [B, D]: ←h_1 (RNNsearch) or →h_T (RNNencdec), the input of s_0 = tanh(W_s·)
+    # What initialises the decoder: ←h_1 (RNNsearch) or →h_T (RNNencdec) [B, D], the input of s_0 = tanh(W_s·);
+    # the final (h, c) of every layer (Luong) [B, 2, layers, H].
+    summary: Tensor
 
     def repeat(self, k: int) -> "Encoded":
         """Each sentence k times in a row (beam search)."""
@@ -74,4 +78,23 @@ class GRUEncoder(nn.Module):
         return Encoded(last.unsqueeze(1), mask.new_ones(mask.shape[0], 1), last)
 
 
-ENCODERS = {"bigru": BiGRUEncoder, "gru": GRUEncoder}
+class LSTMEncoder(nn.Module):
+    """Luong's encoder: stacked LSTM over the (optionally reversed) source words, dropout on each layer's input.
+
+    The annotations are the top layer's states h̄_s; the decoder starts from every layer's final (h, c).
+    """
+
+    def __init__(self, vocab_size: int, emb_dim: int, hidden: int, layers: int, dropout: float, bias: bool, state_clip: float | None) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, emb_dim)
+        self.drop = nn.Dropout(dropout)
+        self.lstm = lstm.make_lstm(emb_dim, hidden, layers, dropout, bias)
+        self.state_clip = state_clip
+        self.output_size = hidden
+
+    def forward(self, src: Tensor, mask: Tensor) -> Encoded:
+        out, final = lstm.run(self.lstm, self.drop(self.embed(src)), mask, None, self.state_clip)
+        return Encoded(out, mask, lstm.pack_state(final))
+
+
+ENCODERS = {"bigru": BiGRUEncoder, "gru": GRUEncoder, "lstm": LSTMEncoder}

@@ -1,27 +1,33 @@
-"""Minibatches as GroundHog makes them (paper-spec §1.8–1.9).
+"""Minibatches as GroundHog and Luong make them (paper-spec §1.8–1.9, §4.5).
 
 The training pairs longer than the system's max length (either side, EOS not counted) are dropped, not
 truncated. The rest are shuffled once with the system's seed and walked cyclically; every k batches,
-the next k·B pairs are sorted by max(source, target) length and cut into k batches in ascending order.
-The batch of update u is therefore a pure function of u, so a resumed run sees exactly the batches an
-uninterrupted one would.
+the next k·B pairs are sorted by length and cut into k batches. GroundHog sorts by max(source, target)
+and keeps the batches in ascending order (k = 20); Luong sorts by target length and shuffles the
+batch order (k = 100). The batch of update u is a pure function of u, so a resumed run sees exactly
+the batches an uninterrupted one would.
+
+How a source sentence is laid out depends on the model: GroundHog appends EOS, Luong does not and may
+reverse the words (`SourceFormat`). Targets always end in EOS.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from rnnmt.errors import UserError
+from rnnmt.models.build import model_settings
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 
 
 @dataclass
 class Batch:
-    """Padded id matrices with EOS appended; masks are True on real tokens."""
+    """Padded id matrices (targets end in EOS, sources as the model reads them); masks are True on real tokens."""
 
     src: Tensor  # [B, S]
     src_mask: Tensor
@@ -37,20 +43,44 @@ class Batch:
         return int(self.tgt_mask.sum())
 
 
-def pad_with_eos(seqs: list[Tensor]) -> tuple[Tensor, Tensor]:
-    """Stack id sequences into [B, max_len + 1] with EOS after each and PAD after that."""
-    width = max(len(s) for s in seqs) + 1
-    ids = torch.full((len(seqs), width), Vocab.PAD, dtype=torch.long)
+def pad(seqs: list[Tensor], eos: bool = True) -> tuple[Tensor, Tensor]:
+    """Stack id sequences into [B, width] with EOS after each (when `eos`) and PAD after that."""
+    width = max(len(s) for s in seqs) + eos
+    ids = torch.full((len(seqs), max(width, 1)), Vocab.PAD, dtype=torch.long)
     for row, s in enumerate(seqs):
         ids[row, : len(s)] = s
-        ids[row, len(s)] = Vocab.EOS
+        if eos:
+            ids[row, len(s)] = Vocab.EOS
     return ids, ids != Vocab.PAD
 
 
-def collate(data: ParallelData, indices: Tensor) -> Batch:
+@dataclass(frozen=True)
+class SourceFormat:
+    """How a model reads its source: with a final EOS (GroundHog) or not (Luong), reversed or not."""
+
+    eos: bool = True
+    reverse: bool = False
+
+    @classmethod
+    def of(cls, model_cfg: dict[str, Any]) -> SourceFormat:
+        settings = model_settings(model_cfg)
+        return cls(settings["source_eos"], settings["reverse_source"])
+
+    def batch(self, seqs: list[Tensor]) -> tuple[Tensor, Tensor]:
+        """Padded source ids [B, S] and mask, in the model's layout."""
+        return pad([s.flip(0) for s in seqs] if self.reverse else seqs, eos=self.eos)
+
+    def position(self, j: int, length: int) -> int | None:
+        """The index of the source word at encoder position j of a sentence of `length` words (None: EOS)."""
+        if j >= length:
+            return None
+        return length - 1 - j if self.reverse else j
+
+
+def collate(data: ParallelData, indices: Tensor, source: SourceFormat = SourceFormat()) -> Batch:
     """The batch of the given pair indices."""
-    src, src_mask = pad_with_eos([data.src(int(i)) for i in indices])
-    tgt, tgt_mask = pad_with_eos([data.tgt(int(i)) for i in indices])
+    src, src_mask = source.batch([data.src(int(i)) for i in indices])
+    tgt, tgt_mask = pad([data.tgt(int(i)) for i in indices])
     return Batch(src, src_mask, tgt, tgt_mask, indices)
 
 
@@ -64,17 +94,34 @@ def length_filter(data: ParallelData, max_len: int | None) -> Tensor:
 
 
 class BatchStream:
-    """The training batch of every update, deterministic in (data, batch size, k, max length, seed)."""
+    """The training batch of every update, deterministic in (data, batch settings, max length, seed)."""
 
-    def __init__(self, data: ParallelData, batch_size: int, sort_k: int, max_len: int | None, seed: int) -> None:
+    def __init__(
+        self,
+        data: ParallelData,
+        batch_size: int,
+        sort_k: int,
+        max_len: int | None,
+        seed: int,
+        *,
+        sort_by: str = "max",
+        shuffle_batches: bool = False,
+        source: SourceFormat = SourceFormat(),
+    ) -> None:
         kept = length_filter(data, max_len)
         if len(kept) == 0:
             raise UserError(f"no training pair has both sides within max_len={max_len} tokens; expected at least one.")
+        if sort_by not in SORT_KEYS:
+            raise UserError(f"train.sort_by is {sort_by!r}; expected one of {', '.join(SORT_KEYS)}.")
         g = torch.Generator().manual_seed(seed)
         self.order = kept[torch.randperm(len(kept), generator=g)]
         self.data = data
         self.batch_size = batch_size
         self.sort_k = sort_k
+        self.seed = seed
+        self.sort_by = sort_by
+        self.shuffle_batches = shuffle_batches
+        self.source = source
         self._group: tuple[int, list[Tensor]] | None = None
 
     @property
@@ -85,25 +132,36 @@ class BatchStream:
         """Passes over the length-filtered training data after this many updates."""
         return updates * self.batch_size / self.pairs
 
+    def updates_for(self, epochs: float) -> int:
+        """The number of updates that makes `epochs` passes over the training data."""
+        return max(1, round(epochs * self.pairs / self.batch_size))
+
     def _group_batches(self, group: int) -> list[Tensor]:
         size = self.batch_size * self.sort_k
         positions = torch.arange(group * size, (group + 1) * size) % self.pairs
         idx = self.order[positions]
-        key = torch.maximum(self.data.src_lengths[idx], self.data.tgt_lengths[idx])
+        key = SORT_KEYS[self.sort_by](self.data.src_lengths[idx], self.data.tgt_lengths[idx])
         idx = idx[torch.sort(key, stable=True).indices]
-        return list(idx.split(self.batch_size))
+        batches = list(idx.split(self.batch_size))
+        if self.shuffle_batches:
+            g = torch.Generator().manual_seed(self.seed * 1_000_003 + group)
+            batches = [batches[i] for i in torch.randperm(len(batches), generator=g)]
+        return batches
 
     def batch(self, update: int) -> Batch:
         """The batch for 0-based update number `update`."""
         group, within = divmod(update, self.sort_k)
         if self._group is None or self._group[0] != group:
             self._group = (group, self._group_batches(group))
-        return collate(self.data, self._group[1][within])
+        return collate(self.data, self._group[1][within], self.source)
 
 
-def eval_batches(data: ParallelData, batch_size: int) -> list[Batch]:
+SORT_KEYS = {"max": torch.maximum, "target": lambda src, tgt: tgt}
+
+
+def eval_batches(data: ParallelData, batch_size: int, source: SourceFormat = SourceFormat()) -> list[Batch]:
     """All pairs (no length filter), sorted by length so padding is small; for held-out cost."""
     idx = torch.arange(len(data))
     key = torch.maximum(data.src_lengths, data.tgt_lengths)
     idx = idx[torch.sort(key, stable=True).indices]
-    return [collate(data, chunk) for chunk in idx.split(batch_size)]
+    return [collate(data, chunk, source) for chunk in idx.split(batch_size)]

@@ -14,7 +14,7 @@ from rnnmt.errors import UserError
 from rnnmt.fileio import atomic_path
 
 # Keys that only say how long or how verbosely to train: changing them must not discard progress.
-_BUDGET_KEYS = ("updates", "patience", "valid_every", "log_every", "checkpoint_every")
+_BUDGET_KEYS = ("updates", "epochs", "patience", "valid_every", "log_every", "checkpoint_every")
 
 
 def fingerprint(system: dict[str, Any], data_sha256: dict[str, str]) -> str:

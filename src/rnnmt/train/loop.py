@@ -1,7 +1,8 @@
-"""The training loop: updates, held-out cost, early stopping, checkpoints, resume, SIGTERM."""
+"""The training loop: updates, learning-rate schedule, held-out cost, early stopping, checkpoints, resume, SIGTERM."""
 
 from __future__ import annotations
 
+import math
 import signal
 import time
 from dataclasses import dataclass, field
@@ -11,13 +12,27 @@ from typing import Any
 import torch
 from torch import nn
 
+from rnnmt.errors import UserError
 from rnnmt.models.build import Seq2Seq, build_model, count_parameters
 from rnnmt.runtime import format_duration, log
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train import checkpoint
-from rnnmt.train.batching import Batch, BatchStream, eval_batches
-from rnnmt.train.optim import build_optimizer, clip_gradients
+from rnnmt.train.batching import Batch, BatchStream, SourceFormat, eval_batches
+from rnnmt.train.optim import build_optimizer, clip_gradients, learning_rate
+
+
+# Settings GroundHog systems leave out (their configs predate them); a given value wins.
+TRAIN_DEFAULTS = {
+    "sort_by": "max",
+    "shuffle_batches": False,
+    "clip_embeddings": True,
+    "epochs": None,
+    "lr_decay": None,
+    "max_len": None,
+    "patience": None,
+    "sort_k_batches": 20,
+}
 
 
 class TrainingInterrupted(Exception):
@@ -59,18 +74,27 @@ def sentence_nll(model: Seq2Seq, batch: Batch) -> torch.Tensor:
 
 
 @torch.no_grad()
-def heldout_cost(model: Seq2Seq, data: ParallelData, device: torch.device, batch_size: int = 64) -> float:
-    """Average over sentences of the summed NLL: the 'Dev NLL' of Bahdanau Table 2."""
+def heldout_cost(model: Seq2Seq, data: ParallelData, device: torch.device, source: SourceFormat, batch_size: int = 64) -> dict[str, float]:
+    """The summed NLL averaged over sentences ('nll': Bahdanau Table 2's Dev NLL) and the per-word
+    perplexity, EOS counted ('ppl': Luong's Tables 1 and 4)."""
     model.eval()
-    total = sum(float(sentence_nll(model, b.to(device)).sum()) for b in eval_batches(data, batch_size))
+    total, tokens = 0.0, 0
+    for b in eval_batches(data, batch_size, source):
+        b = b.to(device)
+        total += float(sentence_nll(model, b).sum())
+        tokens += b.target_tokens
     model.train()
-    return total / len(data)
+    return {"nll": total / len(data), "ppl": math.exp(total / max(tokens, 1))}
 
 
 def _loss(per_sentence: torch.Tensor, batch: Batch, kind: str) -> torch.Tensor:
-    """'sum' is GroundHog's objective (sum of all token NLLs, §1.8); 'token_mean' divides by tokens."""
+    """'sum': GroundHog's sum of all token NLLs (§1.8); 'sentence_mean': Luong's sum divided by the batch
+    size (§4.5); 'token_mean': divided by the target tokens."""
     total = per_sentence.sum()
-    return total if kind == "sum" else total / batch.target_tokens
+    divisor = {"sum": 1, "sentence_mean": len(per_sentence), "token_mean": batch.target_tokens}
+    if kind not in divisor:
+        raise UserError(f"train.loss is {kind!r}; expected one of {', '.join(divisor)}.")
+    return total / divisor[kind]
 
 
 class Trainer:
@@ -87,15 +111,28 @@ class Trainer:
         device: torch.device,
         data_sha256: dict[str, str],
     ) -> None:
-        self.system, self.cfg = system, system["train"]
+        self.system, self.cfg = system, {**TRAIN_DEFAULTS, **system["train"]}
         self.valid, self.out_dir, self.device = valid, out_dir, device
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.data_sha256 = data_sha256
         torch.manual_seed(system["seed"])
         self.model = build_model(system["model"], len(src_vocab), len(tgt_vocab)).to(device)
         self.params = list(self.model.parameters())
+        # Luong's gradient norm leaves out the embeddings ("historical reason", §4.5); all are rescaled.
+        self.norm_params = [p for name, p in self.model.named_parameters() if self.cfg["clip_embeddings"] or ".embed." not in name]
         self.optimizer = build_optimizer(self.params, self.cfg["optimizer"])
-        self.stream = BatchStream(train_data, self.cfg["batch_size"], self.cfg["sort_k_batches"], self.cfg["max_len"], system["seed"])
+        self.source = SourceFormat.of(system["model"])
+        self.stream = BatchStream(
+            train_data,
+            self.cfg["batch_size"],
+            self.cfg["sort_k_batches"],
+            self.cfg["max_len"],
+            system["seed"],
+            sort_by=self.cfg["sort_by"],
+            shuffle_batches=self.cfg["shuffle_batches"],
+            source=self.source,
+        )
+        self.budget = self.stream.updates_for(self.cfg["epochs"]) if self.cfg["epochs"] is not None else self.cfg["updates"]
         self.fingerprint = checkpoint.fingerprint(system, data_sha256)
         self.ckpt_path = out_dir / "ckpt" / "last.pt"
         self.best_path = out_dir / "ckpt" / "best.pt"
@@ -127,19 +164,23 @@ class Trainer:
     def step(self, update: int) -> tuple[float, int, int]:
         """One update; returns (summed NLL, sentences, target tokens)."""
         batch = self.stream.batch(update).to(self.device)
+        lr = learning_rate(self.cfg["optimizer"], self.cfg["lr_decay"], int(self.stream.epochs(update)))
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
         per_sentence = sentence_nll(self.model, batch)
         self.optimizer.zero_grad(set_to_none=True)
         _loss(per_sentence, batch, self.cfg["loss"]).backward()
-        clip_gradients(self.params, self.cfg["clip_norm"])
+        clip_gradients(self.params, self.cfg["clip_norm"], self.norm_params)
         self.optimizer.step()
         return float(per_sentence.detach().sum()), len(per_sentence), batch.target_tokens
 
     def validate(self) -> bool:
         """Held-out costs into the log and history; returns True when patience has run out."""
-        costs = {name: heldout_cost(self.model, data, self.device) for name, data in self.valid.items()}
+        measured = {name: heldout_cost(self.model, data, self.device, self.source) for name, data in self.valid.items()}
+        costs = {name: m["nll"] for name, m in measured.items()}
         s = self.state
-        s.history.append({"update": s.update, **costs})
-        log(f"validation at update {s.update}: " + ", ".join(f"{k} NLL/sent {v:.2f}" for k, v in costs.items()))
+        s.history.append({"update": s.update, **costs, **{f"{name}_ppl": m["ppl"] for name, m in measured.items()}})
+        log(f"validation at update {s.update}: " + ", ".join(f"{k} NLL/sent {m['nll']:.2f}, ppl {m['ppl']:.2f}" for k, m in measured.items()))
         if not costs:
             return False
         first = next(iter(costs.values()))
@@ -148,14 +189,14 @@ class Trainer:
             checkpoint.save(self.best_path, {"fingerprint": self.fingerprint, "model": self.model.state_dict()})
             return False
         s.bad_validations += 1
-        patience = self.cfg.get("patience")
+        patience = self.cfg["patience"]
         return patience is not None and s.bad_validations >= patience
 
     def run(self) -> dict[str, Any]:
         """Train to the update budget (or early stop) and return the meta data for meta.json."""
         self.stop.install()
         self.resume()
-        budget, s = self.cfg["updates"], self.state
+        budget, s = self.budget, self.state
         log(
             f"training {self.system['name']}: {count_parameters(self.model):,} parameters, "
             f"{self.stream.pairs:,} pairs within max_len={self.cfg['max_len']}, device {self.device}, "
@@ -177,6 +218,7 @@ class Trainer:
                 eta = (budget - s.update) * window["time"] / max(1, window["sents"]) * self.cfg["batch_size"]
                 log(
                     f"update {s.update}/{budget} | epoch {self.stream.epochs(s.update):.2f} | "
+                    f"lr {self.optimizer.param_groups[0]['lr']:.4g} | "
                     f"NLL/sent {s.train_nll:.2f} | NLL/tok {window['nll'] / window['tokens']:.3f} | "
                     f"{window['tokens'] / window['time']:,.0f} tgt tok/s | ETA {format_duration(eta)}"
                 )
@@ -194,10 +236,11 @@ class Trainer:
 
     def finish(self) -> dict[str, Any]:
         """Final held-out cost; with early stopping the best weights become the model."""
-        best = checkpoint.load_matching(self.best_path, self.fingerprint, log) if self.cfg.get("patience") is not None else None
+        best = checkpoint.load_matching(self.best_path, self.fingerprint, log) if self.cfg["patience"] is not None else None
         if best is not None:
             self.model.load_state_dict(best["model"])
-        dev = {name: heldout_cost(self.model, data, self.device) for name, data in self.valid.items()}
+        measured = {name: heldout_cost(self.model, data, self.device, self.source) for name, data in self.valid.items()}
+        dev = {name: m["nll"] for name, m in measured.items()}
         s = self.state
         meta = {
             "system": self.system["name"],
@@ -208,6 +251,7 @@ class Trainer:
             "train_nll": s.train_nll,
             "dev_nll": next(iter(dev.values()), None),
             "heldout_nll": dev,
+            "heldout_ppl": {name: m["ppl"] for name, m in measured.items()},
             "stopped": s.stopped,
             "best_update": s.best_update,
             "history": s.history,

@@ -14,19 +14,35 @@ from rnnmt.errors import UserError
 def build_optimizer(params: Iterable[nn.Parameter], cfg: dict[str, Any]) -> torch.optim.Optimizer:
     """Adadelta (the papers; rho must be 0.95, not torch's 0.9), Adam (the demo) or plain SGD."""
     name = cfg["name"]
+    if name not in DEFAULT_LR:
+        raise UserError(f"train.optimizer.name is {name!r}; expected adadelta, adam or sgd.")
+    lr = cfg.get("lr", DEFAULT_LR[name])
     if name == "adadelta":
-        return torch.optim.Adadelta(params, lr=cfg.get("lr", 1.0), rho=cfg.get("rho", 0.95), eps=cfg.get("eps", 1e-6))
+        return torch.optim.Adadelta(params, lr=lr, rho=cfg.get("rho", 0.95), eps=cfg.get("eps", 1e-6))
     if name == "adam":
-        return torch.optim.Adam(params, lr=cfg.get("lr", 1e-3))
-    if name == "sgd":
-        return torch.optim.SGD(params, lr=cfg.get("lr", 1.0))
-    raise UserError(f"train.optimizer.name is {name!r}; expected adadelta, adam or sgd.")
+        return torch.optim.Adam(params, lr=lr)
+    return torch.optim.SGD(params, lr=lr)
 
 
-def clip_gradients(params: list[nn.Parameter], max_norm: float) -> float:
-    """GroundHog's rule: rescale to max_norm when the global norm reaches it; a NaN/inf gradient becomes 0.1·p."""
+DEFAULT_LR = {"adadelta": 1.0, "adam": 1e-3, "sgd": 1.0}
+
+
+def learning_rate(optimizer: dict[str, Any], decay: dict[str, Any] | None, epoch: int) -> float:
+    """The learning rate in 0-based epoch `epoch`: constant, or (Luong) multiplied by `factor` once per
+    epoch after `after_epoch` epochs ("after 5 epochs, we begin to halve the learning rate every epoch")."""
+    lr = optimizer.get("lr", DEFAULT_LR[optimizer["name"]])
+    if decay is None:
+        return lr
+    return lr * decay["factor"] ** max(0, epoch + 1 - decay["after_epoch"])
+
+
+def clip_gradients(params: list[nn.Parameter], max_norm: float, norm_params: list[nn.Parameter] | None = None) -> float:
+    """GroundHog's rule: rescale all gradients to max_norm when the global norm reaches it; a NaN/inf
+    gradient becomes 0.1·p. The norm is taken over `norm_params` (default: all; Luong leaves out the
+    embeddings)."""
     grads = [p.grad for p in params if p.grad is not None]
-    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+    measured = [p.grad for p in (params if norm_params is None else norm_params) if p.grad is not None]
+    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in measured]))
     if not torch.isfinite(norm):
         for p in params:
             if p.grad is not None:

@@ -1,0 +1,65 @@
+"""Ensembles (Luong et al. 2015, Table 1): several models decode together, averaging their per-step
+log-probabilities; the attention weights passed on for UNK replacement are averaged too."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from rnnmt.errors import UserError
+from rnnmt.models.artifact import TrainedModel, load_model
+from rnnmt.models.build import Seq2Seq
+from rnnmt.train.batching import SourceFormat
+
+
+class Ensemble:
+    """The beam-search step interface (see decode/beam.py) over several models; states are per member."""
+
+    def __init__(self, members: Sequence[Seq2Seq]) -> None:
+        self.members = list(members)
+
+    def begin(self, src: Tensor, src_mask: Tensor) -> tuple[list[Any], list[Any]]:
+        starts = [m.begin(src, src_mask) for m in self.members]
+        return [c for c, _ in starts], [s for _, s in starts]
+
+    def predict(self, ctx: list[Any], state: list[Any], step: int) -> tuple[Tensor, Tensor, list[Any]]:
+        outs = [m.predict(c, s, step) for m, c, s in zip(self.members, ctx, state)]
+        logp = torch.stack([o[0] for o in outs]).mean(dim=0)
+        alpha = torch.stack([o[1] for o in outs]).mean(dim=0)
+        return logp, alpha, [o[2] for o in outs]
+
+    def advance(self, ctx: list[Any], state: list[Any], words: Tensor) -> list[Any]:
+        return [m.advance(c, s, words) for m, c, s in zip(self.members, ctx, state)]
+
+
+def _check_compatible(paths: Sequence[Path], models: Sequence[TrainedModel]) -> None:
+    """Members must read and write the same symbols in the same layout."""
+    first = models[0]
+    for path, tm in zip(paths[1:], models[1:]):
+        same = (
+            tm.src_vocab == first.src_vocab
+            and tm.tgt_vocab == first.tgt_vocab
+            and tm.system["pair"] == first.system["pair"]
+            and SourceFormat.of(tm.system["model"]) == SourceFormat.of(first.system["model"])
+            and (tm.src_bpe is None) == (first.src_bpe is None)
+        )
+        if not same:
+            raise UserError(
+                f"{path} cannot join an ensemble with {paths[0]}: members need the same pair, vocabularies, "
+                "BPE and source layout (EOS, reversal)."
+            )
+
+
+def load_ensemble(paths: Sequence[Path], device: torch.device) -> TrainedModel:
+    """One model as it is, or several as an ensemble that presents itself as one trained model."""
+    models = [load_model(path, device) for path in paths]
+    if len(models) == 1:
+        return models[0]
+    _check_compatible(paths, models)
+    first = models[0]
+    system = {**first.system, "name": "+".join(tm.system["name"] for tm in models), "members": [tm.system for tm in models]}
+    return TrainedModel(Ensemble([tm.model for tm in models]), system, first.src_vocab, first.tgt_vocab, first.src_bpe, first.tgt_bpe)

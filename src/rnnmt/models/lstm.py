@@ -1,0 +1,68 @@
+"""Stacked LSTMs as Luong et al. run them (paper-spec §4.1): one torch.nn.LSTM, fused or step by step.
+
+Over a whole sequence the fused kernel (cuDNN on a GPU) runs all layers at once. Luong's code also
+clips the cell state to ±50 after every step; that needs the step-by-step path, which uses the same
+module on one position at a time, so both paths share weights and agree to rounding. Clipping c_t
+after computing h_t = o ∘ tanh(c_t) leaves h_t as it is: tanh saturates long before ±50.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+State = tuple[Tensor, Tensor]  # (h, c), each [layers, B, H]
+
+
+def make_lstm(input_size: int, hidden: int, layers: int, dropout: float, bias: bool) -> nn.LSTM:
+    """Batch-first stacked LSTM; dropout on the input of layers 2..L (the caller drops layer 1's input)."""
+    return nn.LSTM(input_size, hidden, layers, bias=bias, batch_first=True, dropout=dropout if layers > 1 else 0.0)
+
+
+def pack_state(state: State) -> Tensor:
+    """(h, c) as one batch-first tensor [B, 2, layers, H], whose rows a search can reorder."""
+    return torch.stack(state).permute(2, 0, 1, 3)
+
+
+def unpack_state(packed: Tensor) -> State:
+    """The inverse of `pack_state`."""
+    return packed[:, 0].transpose(0, 1).contiguous(), packed[:, 1].transpose(0, 1).contiguous()
+
+
+def clip_state(state: State, clip: float | None) -> State:
+    """Luong's forward clipping of the cell state (h is already within ±1)."""
+    if clip is None:
+        return state
+    h, c = state
+    return h, c.clamp(-clip, clip)
+
+
+def step(lstm: nn.LSTM, x: Tensor, state: State, clip: float | None) -> tuple[Tensor, State]:
+    """One position [B, input] -> top-layer output [B, H] and the new state."""
+    out, new = lstm(x.unsqueeze(1), state)
+    return out.squeeze(1), clip_state(new, clip)
+
+
+def run(lstm: nn.LSTM, x: Tensor, mask: Tensor, state: State | None, clip: float | None) -> tuple[Tensor, State]:
+    """All positions of [B, T, input] with right padding -> outputs [B, T, H] and each row's final state.
+
+    Without clipping the fused kernel runs over packed sequences, so the final state is the one after
+    each row's last real position; with clipping the loop carries the state over padded positions.
+    """
+    if clip is None:
+        lengths = mask.sum(dim=1).clamp(min=1).cpu()
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, final = lstm(packed, state)
+        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+        return out, final
+    batch, layers = x.shape[0], lstm.num_layers
+    if state is None:
+        zeros = x.new_zeros(layers, batch, lstm.hidden_size)
+        state = (zeros, zeros)
+    outputs = []
+    for t in range(x.shape[1]):
+        out, new = step(lstm, x[:, t], state, clip)
+        keep = mask[:, t].view(1, batch, 1)
+        state = (torch.where(keep, new[0], state[0]), torch.where(keep, new[1], state[1]))
+        outputs.append(out)
+    return torch.stack(outputs, dim=1), state

@@ -1,0 +1,214 @@
+"""Luong et al. 2015 (paper-spec §4): score functions, local windows, input feeding, source reversal,
+the fused decoder against the step loop, state clipping."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from rnnmt.models.attention import LuongAttention
+from rnnmt.models.build import build_model
+from rnnmt.models.encoders import Encoded
+from rnnmt.train.batching import SourceFormat
+
+from conftest import tiny_luong_config
+
+H_BAR = [[0.5, -1.0], [2.0, 0.3], [-0.7, 0.8]]  # three real source states h̄_s (2-d), then one padding
+QUERY = [0.4, -0.6]
+
+
+def encoded() -> Encoded:
+    annotations = torch.tensor([H_BAR + [[9.0, 9.0]]])
+    return Encoded(annotations, torch.tensor([[True, True, True, False]]), annotations[:, 0])
+
+
+def softmax(values: list[float]) -> list[float]:
+    total = sum(math.exp(v) for v in values)
+    return [math.exp(v) / total for v in values]
+
+
+def attend(att: LuongAttention, step: int = 0) -> tuple[list[float], list[float]]:
+    """(weights over the 4 positions, context) for QUERY at one target step."""
+    enc = encoded()
+    c, alpha = att(torch.tensor([[QUERY]]), att.prepare(enc), enc, torch.tensor([step]))
+    return alpha[0, 0].tolist(), c[0, 0].tolist()
+
+
+def dot(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b))
+
+
+def matvec(m: list[list[float]], v: list[float]) -> list[float]:
+    return [dot(row, v) for row in m]
+
+
+def check(alpha: list[float], expected: list[float]) -> None:
+    assert alpha == pytest.approx(expected, abs=1e-6)
+
+
+def context_of(weights: list[float]) -> list[float]:
+    return [sum(w * h[i] for w, h in zip(weights, H_BAR)) for i in range(2)]
+
+
+def test_dot_score():
+    alpha, c = attend(LuongAttention(2, "global", "dot", 10, 10, False))
+    expected = softmax([dot(QUERY, h) for h in H_BAR])
+    check(alpha, expected + [0.0])
+    assert c == pytest.approx(context_of(expected), abs=1e-6)
+
+
+def test_general_score_is_h_t_W_a_h_s():
+    att = LuongAttention(2, "global", "general", 10, 10, False)
+    w = [[1.0, 2.0], [-0.5, 0.25]]
+    with torch.no_grad():
+        att.W_a.weight.copy_(torch.tensor(w))
+    alpha, _ = attend(att)
+    check(alpha, softmax([dot(QUERY, matvec(w, h)) for h in H_BAR]) + [0.0])
+
+
+def test_concat_score_is_luongs_simplified_form():
+    """v_aᵀ tanh(h̄_s + W_a h_t): the h̄_s block of W_a is the identity (paper fn. 15)."""
+    att = LuongAttention(2, "global", "concat", 10, 10, False)
+    w, v = [[0.3, -0.2], [1.1, 0.4]], [0.7, -1.3]
+    with torch.no_grad():
+        att.W_a.weight.copy_(torch.tensor(w))
+        att.v_a.weight.copy_(torch.tensor([v]))
+    wq = matvec(w, QUERY)
+    alpha, _ = attend(att)
+    check(alpha, softmax([dot(v, [math.tanh(h[i] + wq[i]) for i in range(2)]) for h in H_BAR]) + [0.0])
+
+
+def test_location_score_uses_the_first_positions_and_ignores_words_beyond():
+    att = LuongAttention(2, "global", "location", 10, 5, False)
+    w = [[0.2, 0.1], [-0.3, 0.5], [1.0, 1.0], [7.0, 7.0], [0.0, 0.0]]
+    with torch.no_grad():
+        att.W_a.weight.copy_(torch.tensor(w))
+    alpha, _ = attend(att)
+    check(alpha, softmax(matvec(w, QUERY)[:3]) + [0.0])
+    # Only two positions known to the model: the third word gets no weight.
+    short = LuongAttention(2, "global", "location", 10, 2, False)
+    with torch.no_grad():
+        short.W_a.weight.copy_(torch.tensor(w[:2]))
+    alpha, _ = attend(short)
+    check(alpha, softmax(matvec(w[:2], QUERY)) + [0.0, 0.0])
+
+
+def test_local_m_centres_on_the_target_step_in_original_order():
+    """Source reversed: original position t sits at encoder position S−1−t; the window is cut at the ends."""
+    scores = [dot(QUERY, h) for h in H_BAR]
+    att = LuongAttention(2, "local-m", "dot", 1, 10, reversed_source=True)
+    alpha, _ = attend(att, step=0)  # original word 0 = encoder position 2: window {1, 2}
+    check(alpha, [0.0, *softmax(scores[1:3]), 0.0])
+    alpha, _ = attend(att, step=7)  # past the end: the last original word = encoder position 0: window {0, 1}
+    check(alpha, [*softmax(scores[0:2]), 0.0, 0.0])
+    forward = LuongAttention(2, "local-m", "dot", 1, 10, reversed_source=False)
+    alpha, _ = attend(forward, step=0)
+    check(alpha, [*softmax(scores[0:2]), 0.0, 0.0])
+
+
+@pytest.mark.parametrize("v_p", [0.0, 3.0])
+def test_local_p_window_and_gaussian_without_renormalisation(v_p):
+    """p_t = S·sigmoid(v_pᵀ tanh(W_p h_t)); softmax over the window around ⌊p_t⌋, times exp(−(s−p_t)²/2σ²), σ = D/2."""
+    att = LuongAttention(2, "local-p", "dot", 1, 10, reversed_source=True)
+    with torch.no_grad():
+        att.W_p.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0]]))
+        att.v_p.weight.copy_(torch.tensor([[v_p, -v_p]]))
+    p = 3 / (1 + math.exp(-(v_p * math.tanh(QUERY[0]) - v_p * math.tanh(QUERY[1]))))
+    window = [s for s in range(3) if abs(s - math.floor(p)) <= 1]
+    inside = softmax([dot(QUERY, H_BAR[s]) for s in window])
+    expected = [0.0] * 4
+    for s, a in zip(window, inside):
+        expected[s] = a * math.exp(-((s - p) ** 2) / (2 * 0.5**2))
+    alpha, c = attend(att)
+    check(alpha, expected)
+    assert c == pytest.approx(context_of(expected[:3]), abs=1e-6)
+    # v_p = 0: p_t = 1.5, window {0, 1, 2}; v_p = 3: p_t = 2.8, window {1, 2, 3} cut at the sentence end.
+    assert window == ([0, 1, 2] if v_p == 0 else [1, 2])
+
+
+def test_source_reversal_with_padding_ends_on_the_real_last_word():
+    """The reversed source starts with its last word and the encoder's final state is the one after
+    the sentence's own last position, whatever padding follows."""
+    fmt = SourceFormat.of(tiny_luong_config())
+    src, mask = fmt.batch([torch.tensor([5, 6, 7]), torch.tensor([8, 9, 10, 11, 12])])
+    assert src[0].tolist() == [7, 6, 5, 0, 0] and mask[0].tolist() == [True, True, True, False, False]
+    assert fmt.position(0, 3) == 2 and fmt.position(2, 3) == 0 and fmt.position(3, 3) is None
+    for clip in (None, 1e6):  # the fused kernel over packed sequences, and the step loop
+        torch.manual_seed(0)
+        model = build_model(tiny_luong_config(state_clip=clip), 20, 20).eval()
+        batch = model.encode(src, mask)
+        alone = model.encode(src[:1, :3], mask[:1, :3])
+        assert torch.allclose(batch.summary[0], alone.summary[0], atol=1e-6)
+        assert torch.allclose(batch.annotations[0, :3], alone.annotations[0], atol=1e-6)
+
+
+def test_input_feeding_gives_layer_one_the_previous_attentional_state():
+    torch.manual_seed(0)
+    model = build_model(tiny_luong_config(), 20, 20).eval()
+    dec = model.decoder
+    seen_inputs, seen_h_tilde = [], []
+    dec.lstm.register_forward_hook(lambda m, args, out: seen_inputs.append(args[0].detach()))
+    dec.W_s.register_forward_hook(lambda m, args, out: seen_h_tilde.append(args[0].detach()))
+    src, mask = SourceFormat.of(tiny_luong_config()).batch([torch.tensor([5, 6, 7])])
+    with torch.no_grad():
+        model(src, mask, torch.tensor([[9, 10, 11, 2]]))
+    h_tilde = seen_h_tilde[0][0]  # [T, H]: W_s reads all steps at once
+    assert torch.equal(seen_inputs[0][0, 0, 8:], torch.zeros(12))  # h̃_0 = 0
+    for t in range(1, 4):
+        assert torch.allclose(seen_inputs[t][0, 0, 8:], h_tilde[t - 1])
+        assert torch.equal(seen_inputs[t][0, 0, :8], dec.embed.weight[[9, 10, 11][t - 1]])
+
+
+@pytest.mark.parametrize("attention", ["global", "local-m", "local-p", "none"])
+def test_fused_decoder_equals_the_step_loop(attention):
+    """Without input feeding the LSTM runs over the whole target at once; the beam's steps and the
+    clipping loop (with a bound that never binds) compute the same logits with the same weights."""
+    cfg = tiny_luong_config(attention=attention, score="dot", feed_input=False)
+    torch.manual_seed(3)
+    fused = build_model(cfg, 20, 20).eval()
+    looped = build_model({**cfg, "state_clip": 1e6}, 20, 20).eval()
+    looped.load_state_dict(fused.state_dict())
+    src, mask = SourceFormat.of(cfg).batch([torch.tensor([5, 6, 7, 8]), torch.tensor([9, 10])])
+    tgt = torch.tensor([[9, 10, 11, 12, 2], [13, 14, 2, 0, 0]])
+    with torch.no_grad():
+        logits, alpha = fused(src, mask, tgt)
+        loop_logits, loop_alpha = looped(src, mask, tgt)
+        assert torch.allclose(logits, loop_logits, atol=1e-5) and torch.allclose(alpha, loop_alpha, atol=1e-5)
+        ctx, state = fused.begin(src, mask)
+        for t in range(tgt.shape[1]):
+            logp, step_alpha, state = fused.predict(ctx, state, t)
+            assert torch.allclose(logp, torch.log_softmax(logits[:, t], dim=-1), atol=1e-5)
+            assert torch.allclose(step_alpha, alpha[:, t], atol=1e-6)
+            state = fused.advance(ctx, state, tgt[:, t])
+
+
+def test_state_clipping_bounds_the_cell():
+    torch.manual_seed(0)
+    model = build_model(tiny_luong_config(state_clip=0.05, init_range=2.0), 20, 20).eval()
+    src, mask = SourceFormat.of(tiny_luong_config()).batch([torch.tensor([5, 6, 7, 8, 9, 10])])
+    summary = model.encode(src, mask).summary
+    assert summary[:, 1].abs().max() <= 0.05 + 1e-7
+    unclipped = build_model(tiny_luong_config(init_range=2.0), 20, 20).eval()
+    unclipped.load_state_dict(model.state_dict())
+    assert unclipped.encode(src, mask).summary[:, 1].abs().max() > 0.05
+
+
+def test_luong_init_and_no_biases():
+    torch.manual_seed(0)
+    model = build_model(tiny_luong_config(init_range=0.1), 20, 20)
+    names = [name for name, _ in model.named_parameters()]
+    assert not any("bias" in name for name in names)
+    assert all(p.abs().max() <= 0.1 for p in model.parameters())
+    with_bias = build_model(tiny_luong_config(bias=True), 20, 20)
+    assert any("bias" in name for name, _ in with_bias.named_parameters())
+
+
+def test_families_refuse_each_others_parts():
+    from rnnmt.errors import UserError
+
+    with pytest.raises(UserError, match="model.attention is 'additive', but a 'lstm' decoder takes"):
+        build_model(tiny_luong_config(attention="additive"), 20, 20)
+    with pytest.raises(UserError, match="model.encoder is 'bigru', but a 'lstm' decoder takes lstm"):
+        build_model(tiny_luong_config(encoder="bigru"), 20, 20)
