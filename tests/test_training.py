@@ -1,7 +1,10 @@
-"""Batching, length filter, resume equality, stale checkpoints and SIGTERM."""
+"""Batching, length filter, resume equality, stale checkpoints, stop signals and the job deadline."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -11,8 +14,9 @@ from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train import checkpoint
 from rnnmt.train.batching import BatchStream, SourceFormat, length_filter
-from rnnmt.train.loop import Trainer, TrainingInterrupted, _loss
+from rnnmt.train.loop import STOP_SIGNALS, Trainer, TrainingInterrupted, _loss
 from rnnmt.train.optim import clip_gradients, learning_rate
+from rnnmt.train.run import job_deadline
 
 from conftest import tiny_system
 
@@ -62,16 +66,49 @@ def test_resume_gives_the_same_parameters_as_an_uninterrupted_run(tiny_corpus, t
         assert torch.equal(p, q), name
 
 
-def test_sigterm_writes_a_checkpoint_and_a_rerun_resumes(tiny_corpus, tmp_path):
-    trainer = make_trainer(tiny_corpus, tmp_path, updates=6)
-    trainer.stop.install = lambda: None  # keep pytest's own SIGTERM handling
-    trainer.stop.raised = True
-    with pytest.raises(TrainingInterrupted):
+@pytest.fixture
+def stop_signal_handlers():
+    """Training installs its own SIGTERM/SIGUSR1 handlers; give pytest its own back afterwards."""
+    saved = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR1])
+def test_a_stop_signal_checkpoints_and_the_rerun_ends_where_an_uninterrupted_run_ends(tiny_corpus, tmp_path, sig, stop_signal_handlers):
+    """Pre-emption (SIGTERM) or Slurm's early warning (SIGUSR1) at update 4: a checkpoint, then the same final weights."""
+    settings = {"updates": 9, "checkpoint_every": 1000, "valid_every": 1000}
+    straight = make_trainer(tiny_corpus, tmp_path / "straight", **settings)
+    straight.run()
+    interrupted = make_trainer(tiny_corpus, tmp_path / "run", **settings)
+    step = interrupted.step
+
+    def step_then_signal(update: int):
+        out = step(update)
+        if update == 3:  # the 4th update: the signal arrives mid-epoch, between periodic checkpoints
+            os.kill(os.getpid(), sig)
+        return out
+
+    interrupted.step = step_then_signal
+    with pytest.raises(TrainingInterrupted, match=f"{sig.name} received; checkpoint at update 4"):
+        interrupted.run()
+    resumed = make_trainer(tiny_corpus, tmp_path / "run", **settings)
+    resumed.run()
+    assert resumed.state.update == 9
+    for (name, p), q in zip(straight.model.named_parameters(), resumed.model.parameters()):
+        assert torch.equal(p, q), name
+
+
+def test_the_job_deadline_stops_training_with_a_checkpoint(tiny_corpus, tmp_path, stop_signal_handlers, monkeypatch):
+    trainer = make_trainer(tiny_corpus, tmp_path, updates=6, checkpoint_every=1000)
+    monkeypatch.setenv("SLURM_JOB_END_TIME", str(int(time.time()) + 100))
+    trainer.stop.deadline = job_deadline(600)  # the job ends in 100 s: less than the 600 s margin
+    with pytest.raises(TrainingInterrupted, match=r"time limit is near .*; checkpoint at update 1 "):
         trainer.run()
     assert (tmp_path / "ckpt" / "last.pt").exists()
-    again = make_trainer(tiny_corpus, tmp_path, updates=6)
-    again.resume()
-    assert again.state.update == 1
+    monkeypatch.delenv("SLURM_JOB_END_TIME")
+    assert job_deadline(600) is None
 
 
 def test_stale_checkpoint_is_discarded(tiny_corpus, tmp_path):

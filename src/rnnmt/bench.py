@@ -133,7 +133,7 @@ def _sync(device: torch.device) -> None:
 
 
 def bench_command(a: argparse.Namespace) -> None:
-    device = pick_device(a.device)
+    device = pick_device(a.device, a.gpu_lock_dir)
     result = {"train": bench_train, "translate": bench_translate, "select": bench_select}[a.what](a, device)
     result.update(
         {"what": a.what, "device": str(device), "threads": torch.get_num_threads(), "peak_memory_mb": _peak_memory_mb(device), "torch": torch.__version__}

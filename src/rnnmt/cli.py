@@ -59,6 +59,12 @@ def ratio(text: str) -> float:
     return value
 
 
+def add_device_arguments(p: argparse.ArgumentParser) -> None:
+    """Where a model runs; a GPU is claimed with a machine-wide lock so that parallel jobs never share one."""
+    p.add_argument("--device", default="auto", help="auto (a free GPU, else the CPU), cpu, cuda (any free GPU) or cuda:N")
+    p.add_argument("--gpu-lock-dir", type=Path, help="machine-wide GPU lock directory (default: $RNNMT_GPU_LOCK_DIR or /tmp/rnnmt-gpu-locks)")
+
+
 def add_beam_arguments(p: argparse.ArgumentParser) -> None:
     """Beam-search settings: GroundHog's by default, Luong's with --constant-beam --max-ratio 1.5 --stack 100."""
     p.add_argument("--beam", type=positive, default=10)
@@ -486,7 +492,11 @@ def args_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--valid", type=key_value, action="append", default=[], metavar="NAME=FILE")
     add_vocab_arguments(p)
     p.add_argument("--out-dir", type=Path, required=True)
-    p.add_argument("--device", default="auto")
+    add_device_arguments(p)
+    p.add_argument("--processes", type=int, default=1, metavar="N",
+                   help="data-parallel training processes, one per GPU (torchrun); the batch is split between them")
+    p.add_argument("--stop-before-limit", type=float, default=600.0, metavar="SECONDS",
+                   help="under Slurm: checkpoint and exit 143 this long before the job's time limit (default 600)")
 
 
 @command("train", "train one system; resumes from OUT_DIR/ckpt/last.pt when it matches", args_train)
@@ -508,7 +518,7 @@ def args_translate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unk-dict", type=Path, help="--unk-replace: dictionary from rnnmt unk-dict (default: copy the word)")
     p.add_argument("--align-output", type=Path, help="also write, per sentence, the most attended source position of each step")
     p.add_argument("--batch-size", type=positive, default=32)
-    p.add_argument("--device", default="auto")
+    add_device_arguments(p)
 
 
 @command("translate", "beam-search translation with a trained model (stdin to stdout by default)", args_translate)
@@ -529,7 +539,7 @@ def args_align(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1)
     add_beam_arguments(p)
     p.add_argument("--output", type=Path, required=True)
-    p.add_argument("--device", default="auto")
+    add_device_arguments(p)
 
 
 def args_replace_unk(p: argparse.ArgumentParser) -> None:
@@ -631,6 +641,19 @@ def run_table(a: argparse.Namespace) -> None:
     table_command(json.loads(a.spec), a.csv, a.md)
 
 
+def args_claims(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--spec", required=True, help="JSON: {title, demo, samples, seed, claims: [{paper, claim, a, b, hyps_a, hyps_b, refs, rejoin}]}")
+    p.add_argument("--csv", type=Path, required=True)
+    p.add_argument("--md", type=Path, required=True)
+
+
+@command("claims", "paired-bootstrap 95% intervals for the BLEU differences the papers' claims rest on", args_claims)
+def run_claims(a: argparse.Namespace) -> None:
+    from rnnmt.evaluate.report import claims_command
+
+    claims_command(json.loads(a.spec), a.csv, a.md)
+
+
 def args_plot_length(p: argparse.ArgumentParser) -> None:
     p.add_argument("--curve", type=key_value, action="append", required=True, metavar="LABEL=SCORES_JSON")
     p.add_argument("--field", choices=["length_curve", "length_groups"], default="length_curve",
@@ -730,7 +753,7 @@ def args_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--indomain-tgt", type=Path, help="select: tokenized in-domain text, target side")
     p.add_argument("--order", type=positive, default=4, help="select: n-gram order")
     p.add_argument("--chunk-lines", type=positive, default=200_000, help="select: pairs scored at once")
-    p.add_argument("--device", default="auto")
+    add_device_arguments(p)
     p.add_argument("--output", type=Path, help="also write the JSON here")
 
 
@@ -756,7 +779,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # `train --processes N` starts itself again under torchrun
     try:
         from rnnmt.runtime import set_threads
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from pathlib import Path
 
 import torch
 
+from rnnmt import gpu_lock
 from rnnmt.errors import UserError
 
 
@@ -17,17 +20,32 @@ def set_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def pick_device(name: str) -> torch.device:
-    """'auto' takes CUDA when available, else the CPU; 'cuda' without a GPU is an error."""
+def pick_device(name: str, gpu_lock_dir: Path | None = None) -> torch.device:
+    """'auto' takes a free GPU when there is one, else the CPU; 'cuda' any free GPU, 'cuda:N' that one.
+
+    A GPU is claimed with a machine-wide lock held until the process exits (gpu_lock.py), so jobs that
+    run side by side never share one; a job waits, saying so in its log, while every GPU is taken.
+    """
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
     try:
         device = torch.device(name)
     except RuntimeError:
         raise UserError(f"--device {name!r} is not a device; expected auto, cpu, cuda or cuda:N.") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
+    if device.type != "cuda":
+        return device
+    if not torch.cuda.is_available():
         raise UserError(f"--device {name} was asked for but no CUDA device is available; use --device cpu or auto.")
-    return device
+    count = torch.cuda.device_count()
+    if device.index is not None and device.index >= count:
+        raise UserError(f"--device {name}: only {count} GPU(s) are visible (cuda:0 to cuda:{count - 1}).")
+    if gpu_lock.scheduler_assigned():
+        # torchrun's processes each take the GPU of their local rank among those Slurm allocated.
+        index = device.index if device.index is not None else int(os.environ.get("LOCAL_RANK", 0))
+        log(f"GPU cuda:{index} assigned by Slurm (CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')}); no lock taken")
+        return torch.device("cuda", index)
+    taken = gpu_lock.claim(gpu_lock.visible_gpu_names(count), gpu_lock.lock_dir(gpu_lock_dir), device.index, log=log)
+    return torch.device("cuda", taken.index)
 
 
 def log(message: str) -> None:

@@ -30,6 +30,9 @@ rule train:
     # Start every training before any translation, so that no core idles at the end of the run.
     priority: 10
     threads: 1
+    # GPUs of one training job (profiles set it); more than one trains data-parallel, one process per GPU.
+    resources:
+        gpu=0,
     log:
         "results/logs/train/{system}.log",
     benchmark:
@@ -37,4 +40,4 @@ rule train:
     shell:
         "rnnmt train --system {input.system} --train {input.train} {params.heldout} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} {params.bpe} "
-        "--out-dir results/models/{wildcards.system} --threads {threads} > {log} 2>&1"
+        "--out-dir results/models/{wildcards.system} --processes {resources.gpu} --threads {threads} > {log} 2>&1"

@@ -89,7 +89,7 @@ def stdin_lines() -> list[str]:
 
 def translate_command(a: argparse.Namespace) -> None:
     """`rnnmt translate`: one model or an ensemble, files or stdin/stdout, optional line subset, raw-text mode."""
-    device = pick_device(a.device)
+    device = pick_device(a.device, a.gpu_lock_dir)
     tm = load_ensemble(a.model, device)
     lines = read_lines(a.input) if a.input else stdin_lines()
     if a.lines:

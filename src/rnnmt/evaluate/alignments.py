@@ -50,7 +50,7 @@ def panel(tm: TrainedModel, source: str, translation: str, device: torch.device)
 
 def align_command(a: argparse.Namespace) -> None:
     """`rnnmt align`: fixed sentences first, then random No-UNK test sentences of the given length."""
-    device = pick_device(a.device)
+    device = pick_device(a.device, a.gpu_lock_dir)
     tm = load_model(a.model, device)
     if tm.system["model"]["attention"] == "none":
         raise UserError(f"{a.model} is an encoder-decoder without attention; an alignment figure needs an attention model.")

@@ -1,4 +1,4 @@
-"""The training loop: updates, learning-rate schedule, held-out cost, early stopping, checkpoints, resume, SIGTERM."""
+"""The training loop: updates, learning-rate schedule, held-out cost, early stopping, checkpoints, resume, stop signals."""
 
 from __future__ import annotations
 
@@ -11,14 +11,16 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from rnnmt.errors import UserError
 from rnnmt.models.build import Seq2Seq, build_model, count_parameters
 from rnnmt.runtime import format_duration, log
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
-from rnnmt.train import checkpoint
+from rnnmt.train import checkpoint, distributed
 from rnnmt.train.batching import Batch, BatchStream, SourceFormat, eval_batches
+from rnnmt.train.distributed import World
 from rnnmt.train.optim import build_optimizer, clip_gradients, learning_rate
 
 
@@ -36,20 +38,33 @@ TRAIN_DEFAULTS = {
 
 
 class TrainingInterrupted(Exception):
-    """SIGTERM arrived; a checkpoint was written and the job can be resubmitted to resume."""
+    """A stop was asked for (signal or time limit); a checkpoint was written and a re-run resumes."""
+
+
+# SIGTERM: pre-emption, scancel, or Slurm's time limit (SIGKILL follows 30 s later); SIGUSR1: the early
+# warning the Slurm profile asks for (--signal=USR1@...).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 
 
 @dataclass
 class StopFlag:
-    """Set by SIGTERM (Slurm pre-emption or time limit); the loop checks it after every update."""
+    """Set by a stop signal or by reaching `deadline` (time.time()); the loop checks it after every update."""
 
-    raised: bool = False
+    reason: str | None = None
+    deadline: float | None = None
 
     def install(self) -> None:
-        signal.signal(signal.SIGTERM, self._handle)
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self._handle)
 
     def _handle(self, signum: int, frame: Any) -> None:
-        self.raised = True
+        self.reason = f"{signal.Signals(signum).name} received"
+
+    @property
+    def raised(self) -> bool:
+        if self.reason is None and self.deadline is not None and time.time() >= self.deadline:
+            self.reason = f"the job's time limit is near (stopping at {time.strftime('%H:%M:%S', time.localtime(self.deadline))})"
+        return self.reason is not None
 
 
 @dataclass
@@ -89,9 +104,10 @@ def heldout_cost(model: Seq2Seq, data: ParallelData, device: torch.device, sourc
 
 def _loss(per_sentence: torch.Tensor, batch: Batch, kind: str) -> torch.Tensor:
     """'sum': GroundHog's sum of all token NLLs (§1.8); 'sentence_mean': Luong's sum divided by the batch
-    size (§4.5); 'token_mean': divided by the target tokens."""
+    size (§4.5); 'token_mean': divided by the target tokens. `batch` is the whole batch, `per_sentence`
+    the NLLs of all or (data-parallel) some of its sentences."""
     total = per_sentence.sum()
-    divisor = {"sum": 1, "sentence_mean": len(per_sentence), "token_mean": batch.target_tokens}
+    divisor = {"sum": 1, "sentence_mean": len(batch.indices), "token_mean": batch.target_tokens}
     if kind not in divisor:
         raise UserError(f"train.loss is {kind!r}; expected one of {', '.join(divisor)}.")
     return total / divisor[kind]
@@ -110,14 +126,19 @@ class Trainer:
         out_dir: Path,
         device: torch.device,
         data_sha256: dict[str, str],
+        world: World = World(),
     ) -> None:
         self.system, self.cfg = system, {**TRAIN_DEFAULTS, **system["train"]}
-        self.valid, self.out_dir, self.device = valid, out_dir, device
+        self.valid, self.out_dir, self.device, self.world = valid, out_dir, device, world
+        self.log = log if world.main else (lambda message: None)
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.data_sha256 = data_sha256
         torch.manual_seed(system["seed"])
         self.model = build_model(system["model"], len(src_vocab), len(tgt_vocab)).to(device)
         self.params = list(self.model.parameters())
+        distributed.start(world, device, self.cfg["batch_size"])
+        # DDP averages the processes' gradients during backward (see distributed.py for the loss scaling).
+        self.forward_model = DistributedDataParallel(self.model) if world.parallel else self.model
         # Luong's gradient norm leaves out the embeddings ("historical reason", §4.5); all are rescaled.
         self.norm_params = [p for name, p in self.model.named_parameters() if self.cfg["clip_embeddings"] or ".embed." not in name]
         self.optimizer = build_optimizer(self.params, self.cfg["optimizer"])
@@ -141,17 +162,20 @@ class Trainer:
 
     def resume(self) -> None:
         """Continue from a matching checkpoint, if any; a stale one takes its best.pt with it."""
-        saved = checkpoint.load_matching(self.ckpt_path, self.fingerprint, log)
+        saved = checkpoint.load_matching(self.ckpt_path, self.fingerprint, self.log)
         if saved is None:
-            self.best_path.unlink(missing_ok=True)
+            if self.world.main:
+                self.best_path.unlink(missing_ok=True)
             return
         self.model.load_state_dict(saved["model"])
         self.optimizer.load_state_dict(saved["optimizer"])
         torch.set_rng_state(saved["rng"])
         self.state = TrainState(**saved["state"])
-        log(f"resumed from {self.ckpt_path} at update {self.state.update}")
+        self.log(f"resumed from {self.ckpt_path} at update {self.state.update}")
 
     def save_checkpoint(self) -> None:
+        if not self.world.main:
+            return
         state = {
             "fingerprint": self.fingerprint,
             "model": self.model.state_dict(),
@@ -163,24 +187,28 @@ class Trainer:
 
     def step(self, update: int) -> tuple[float, int, int]:
         """One update; returns (summed NLL, sentences, target tokens)."""
-        batch = self.stream.batch(update).to(self.device)
+        batch = self.stream.batch(update)
         lr = learning_rate(self.cfg["optimizer"], self.cfg["lr_decay"], int(self.stream.epochs(update)))
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        per_sentence = sentence_nll(self.model, batch)
+        per_sentence = sentence_nll(self.forward_model, distributed.shard(batch, self.world).to(self.device))
         self.optimizer.zero_grad(set_to_none=True)
-        _loss(per_sentence, batch, self.cfg["loss"]).backward()
+        (_loss(per_sentence, batch, self.cfg["loss"]) * self.world.size).backward()
         clip_gradients(self.params, self.cfg["clip_norm"], self.norm_params)
         self.optimizer.step()
-        return float(per_sentence.detach().sum()), len(per_sentence), batch.target_tokens
+        nll = distributed.total(float(per_sentence.detach().sum()), self.world, self.device)
+        return nll, len(batch.indices), batch.target_tokens
 
     def validate(self) -> bool:
-        """Held-out costs into the log and history; returns True when patience has run out."""
+        """Held-out costs into the log and history; returns True (on every process) when patience has run out."""
+        return distributed.anyone(self.world.main and self._validate(), self.world, self.device)
+
+    def _validate(self) -> bool:
         measured = {name: heldout_cost(self.model, data, self.device, self.source) for name, data in self.valid.items()}
         costs = {name: m["nll"] for name, m in measured.items()}
         s = self.state
         s.history.append({"update": s.update, **costs, **{f"{name}_ppl": m["ppl"] for name, m in measured.items()}})
-        log(f"validation at update {s.update}: " + ", ".join(f"{k} NLL/sent {m['nll']:.2f}, ppl {m['ppl']:.2f}" for k, m in measured.items()))
+        self.log(f"validation at update {s.update}: " + ", ".join(f"{k} NLL/sent {m['nll']:.2f}, ppl {m['ppl']:.2f}" for k, m in measured.items()))
         if not costs:
             return False
         first = next(iter(costs.values()))
@@ -197,13 +225,13 @@ class Trainer:
         self.stop.install()
         self.resume()
         budget, s = self.budget, self.state
-        log(
+        self.log(
             f"training {self.system['name']}: {count_parameters(self.model):,} parameters, "
             f"{self.stream.pairs:,} pairs within max_len={self.cfg['max_len']}, device {self.device}, "
-            f"threads {torch.get_num_threads()}, updates {s.update}->{budget}"
+            f"threads {torch.get_num_threads()}, processes {self.world.size}, updates {s.update}->{budget}"
         )
         if s.stopped == "early_stopping":
-            log(f"the checkpoint had already stopped early at update {s.update}")
+            self.log(f"the checkpoint had already stopped early at update {s.update}")
         window = {"nll": 0.0, "sents": 0, "tokens": 0, "time": 0.0}
         while s.update < budget and s.stopped != "early_stopping":
             t0 = time.perf_counter()
@@ -216,7 +244,7 @@ class Trainer:
             if s.update % self.cfg["log_every"] == 0 or s.update == budget:
                 s.train_nll = window["nll"] / window["sents"]
                 eta = (budget - s.update) * window["time"] / max(1, window["sents"]) * self.cfg["batch_size"]
-                log(
+                self.log(
                     f"update {s.update}/{budget} | epoch {self.stream.epochs(s.update):.2f} | "
                     f"lr {self.optimizer.param_groups[0]['lr']:.4g} | "
                     f"NLL/sent {s.train_nll:.2f} | NLL/tok {window['nll'] / window['tokens']:.3f} | "
@@ -225,18 +253,21 @@ class Trainer:
                 window = {"nll": 0.0, "sents": 0, "tokens": 0, "time": 0.0}
             if s.update % self.cfg["valid_every"] == 0 and self.validate():
                 s.stopped = "early_stopping"
-            if self.stop.raised:
+            if distributed.anyone(self.stop.raised, self.world, self.device):
                 self.save_checkpoint()
-                raise TrainingInterrupted(f"SIGTERM received; checkpoint at update {s.update} written to {self.ckpt_path}")
+                distributed.barrier(self.world)
+                raise TrainingInterrupted(f"{self.stop.reason or 'another training process stopped'}; checkpoint at update {s.update} written to {self.ckpt_path}")
             if s.update % self.cfg["checkpoint_every"] == 0:
                 self.save_checkpoint()
         s.stopped = s.stopped or "budget"
         self.save_checkpoint()
+        if not self.world.main:
+            return {}
         return self.finish()
 
     def finish(self) -> dict[str, Any]:
         """Final held-out cost; with early stopping the best weights become the model."""
-        best = checkpoint.load_matching(self.best_path, self.fingerprint, log) if self.cfg["patience"] is not None else None
+        best = checkpoint.load_matching(self.best_path, self.fingerprint, self.log) if self.cfg["patience"] is not None else None
         if best is not None:
             self.model.load_state_dict(best["model"])
         measured = {name: heldout_cost(self.model, data, self.device, self.source) for name, data in self.valid.items()}
@@ -259,6 +290,7 @@ class Trainer:
             "training_pairs": self.stream.pairs,
             "device": str(self.device),
             "threads": torch.get_num_threads(),
+            "processes": self.world.size,
             "torch": torch.__version__,
             "fingerprint": self.fingerprint,
             "data_sha256": self.data_sha256,
