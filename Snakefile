@@ -10,6 +10,9 @@ min_version("9.0")
 configfile: str(Path(workflow.basedir) / "config.yaml")
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/preprocess.smk"

@@ -124,9 +124,11 @@ def test_selection_can_differ_per_pair():
         (lambda c: c["recipes"]["luong2015"].update(base="luong2015-dropout"), "form a cycle"),
         (lambda c: c["ensembles"]["luong-ensemble"]["members"].append("luong-nope"), "ensembles.luong-ensemble names luong-nope"),
         (lambda c: c["ensembles"]["luong-ensemble"]["members"].append("rnnsearch-50"), "translate different pairs"),
+        (lambda c: c["claims"].append({"paper": "P", "claim": "x", "a": "luong-nope.unk", "b": "luong-base"}), "claim 'x' names luong-nope"),
+        (lambda c: c["claims"].append({"paper": "P", "claim": "y", "a": "rnnsearch-50", "b": "luong-base"}), "different pairs \\(en-de, en-fr\\)"),
     ],
 )
-def test_recipe_and_ensemble_mistakes_are_one_line_errors(change, message):
+def test_recipe_ensemble_and_claim_mistakes_are_one_line_errors(change, message):
     c = raw_config()
     c["scale"] = "paper"
     change(c)

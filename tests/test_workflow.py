@@ -1,4 +1,4 @@
-"""The Snakemake workflow: lint, dry run, config errors before any job, and a tiny end-to-end run."""
+"""The Snakemake workflow: lint, dry run, config errors before any job, and a tiny end-to-end run with its report."""
 
 from __future__ import annotations
 
@@ -57,6 +57,16 @@ def test_tiny_end_to_end_then_nothing_to_do(tmp_path):
     assert "global (dot)" in table4 and "BLEU +unk" in table4 and "local-m" not in table4  # the demo's subset
     again = snakemake(*args, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
+    claims = (results / "tables/claims.md").read_text()
+    assert "RNNsearch-50 | RNNencdec-50" in claims and "95% interval" in claims and "UNK replaced" in claims
+    coverage = (results / "tables/coverage.csv").read_text()
+    assert "Table 6,not reproduced,no" in coverage and "Figure 6,reproduced,yes" in coverage
+    report = snakemake("--directory", str(tmp_path), "--report", str(tmp_path / "report.html"))
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (tmp_path / "report.html").read_text()
+    for name in ("bahdanau2014_table1.csv", "luong2015_table4.csv", "bahdanau2014_fig2.png", "luong2015_fig6.png",
+                 "luong2015_fig7.png", "claims.csv", "coverage.csv"):  # fmt: skip
+        assert name in html, name
 
 
 def _planned_outputs(stdout: str) -> set[str]:

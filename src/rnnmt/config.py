@@ -46,6 +46,7 @@ def validate(config: dict[str, Any], schema_path: Path) -> dict[str, Any]:
     if errors:
         raise UserError(f"config: {_describe(errors[0])}.")
     _check_references(config)
+    check_claims(config)
     return config
 
 
@@ -203,6 +204,19 @@ def check_axelrod(selection: dict[str, Any], pair: str, splits: dict[str, list[s
         missing = [name for name in splits["train"] if name not in selection["fractions"]]
         if missing:
             raise UserError(f"config: selection.cut per_corpus needs selection.fractions for {', '.join(missing)} ({pair}).")
+
+
+def check_claims(config: dict[str, Any]) -> None:
+    """Each claim compares two known systems (or ensembles; NAME.unk for UNK-replaced output) on one test set."""
+    known = set(config["systems"]) | set(config.get("ensembles", {}))
+    for claim in config.get("claims", []):
+        systems = [name.removesuffix(".unk") for name in (claim["a"], claim["b"])]
+        unknown = [s for s in systems if s not in known]
+        if unknown:
+            raise UserError(f"config: claim {claim['claim']!r} names {', '.join(unknown)}; expected a system or ensemble (NAME.unk for UNK-replaced output).")
+        pairs = sorted({system_pair(config, s) for s in systems})
+        if len(pairs) > 1:
+            raise UserError(f"config: claim {claim['claim']!r} compares systems of different pairs ({', '.join(pairs)}); expected one test set.")
 
 
 REQUIRED_MODEL = {

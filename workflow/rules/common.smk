@@ -376,6 +376,8 @@ def final_targets():
         targets.append("results/figures/luong2015_fig6.png")
     if "luong2015_fig7" in figs and alignment_systems():
         targets.append("results/figures/luong2015_fig7.png")
+    targets += [f"results/tables/claims.{ext}" for ext in ("csv", "md")] if active_claims() else []
+    targets += [f"results/tables/coverage.{ext}" for ext in ("csv", "md")]
     reports = [f"results/data/raw/{pair}/report.json" for pair in PRESET["corpora"]]
     return targets + reports + ["results/provenance.json"]
 
@@ -394,3 +396,45 @@ def length_group_rows():
 def alignment_systems():
     """Figure 7's systems that run at the active scale (the same sentence aligned by each)."""
     return [s for s in config["figures"]["luong2015_fig7"]["systems"] if s in SYSTEMS]
+
+
+def translation_file(name):
+    """The test translations a score name stands for: SYSTEM (as decoded) or SYSTEM.unk (UNK replaced)."""
+    system, unk = split_score_name(name)
+    return f"results/translations/{system}/test.{'unk' if unk else 'all'}.txt"
+
+
+def active_claims():
+    """The claims whose two systems run at the active scale."""
+    active = set(SYSTEMS + ENSEMBLES)
+    return [c for c in config["claims"] if all(split_score_name(c[side])[0] in active for side in ("a", "b"))]
+
+
+def claim_pair(claim):
+    """The pair whose test set a claim is measured on (config.check_claims: both systems share it)."""
+    return rnnmt_config.system_pair(config, split_score_name(claim["a"])[0])
+
+
+def claims_inputs(wildcards):
+    refs = {f"results/data/tok/{claim_pair(c)}/test.{langs(claim_pair(c))[1]}" for c in active_claims()}
+    return sorted({translation_file(c[side]) for c in active_claims() for side in ("a", "b")} | refs)
+
+
+def claims_spec():
+    """JSON for `rnnmt claims`: each active claim with its two translation files, reference and scoring flags."""
+    claims = []
+    for c in active_claims():
+        pair = claim_pair(c)
+        names = {side: row_label(*split_score_name(c[side])) for side in ("a", "b")}
+        claims.append({"paper": c["paper"], "claim": c["claim"], "a": names["a"], "b": names["b"], "published": c["published"],
+                       "hyps_a": translation_file(c["a"]), "hyps_b": translation_file(c["b"]),
+                       "refs": f"results/data/tok/{pair}/test.{langs(pair)[1]}", "rejoin": config["pairs"][pair]["rejoin_hyphens"]})  # fmt: skip
+    boot = config["evaluation"]["bootstrap"]
+    title = "The papers' claims: BLEU differences with paired-bootstrap 95% intervals"
+    return json.dumps({"title": title, "demo": DEMO, "samples": boot["samples"], "seed": boot["seed"], "claims": claims})
+
+
+def coverage_rows():
+    """config `coverage` with whether this scale's run writes each output."""
+    made = set(final_targets())
+    return [{**row, "this run": "yes" if row["output"] in made else "no"} for row in config["coverage"]]

@@ -3,6 +3,8 @@
 
 localrules:
     table,
+    claims,
+    coverage,
     figure_length,
     figure_alignments,
     figure_length_groups,
@@ -15,7 +17,7 @@ rule table:
     input:
         table_inputs,
     output:
-        csv="results/tables/{table}.csv",
+        csv=report("results/tables/{table}.csv", caption="../report/table.rst", category="1. Tables"),
         md="results/tables/{table}.md",
     params:
         spec=lambda w: table_spec(w.table),
@@ -25,11 +27,40 @@ rule table:
         "rnnmt table --spec {params.spec:q} --csv {output.csv} --md {output.md} > {log} 2>&1"
 
 
+rule claims:
+    input:
+        claims_inputs,
+    output:
+        csv=report("results/tables/claims.csv", caption="../report/claims.rst", category="3. Claims"),
+        md="results/tables/claims.md",
+    params:
+        spec=lambda w: claims_spec(),
+    log:
+        "results/logs/claims.log",
+    shell:
+        "rnnmt claims --spec {params.spec:q} --csv {output.csv} --md {output.md} > {log} 2>&1"
+
+
+rule coverage:
+    output:
+        csv=report("results/tables/coverage.csv", caption="../report/coverage.rst", category="4. Coverage"),
+        md="results/tables/coverage.md",
+    params:
+        rows=lambda w: coverage_rows(),
+    log:
+        "results/logs/coverage.log",
+    run:
+        from rnnmt.evaluate.tables import build_coverage_table, write_table
+
+        write_table(build_coverage_table(params.rows), output.csv, output.md, title="What the papers show and what this run regenerates", banner=None)
+        Path(log[0]).write_text(f"wrote {output.csv}\n")
+
+
 rule figure_length:
     input:
         lambda w: [f"results/scores/{s}.json" for s in table_systems(config["figures"]["bahdanau2014_fig2"]["table"])],
     output:
-        "results/figures/bahdanau2014_fig2.png",
+        report("results/figures/bahdanau2014_fig2.png", caption="../report/bahdanau2014_fig2.rst", category="2. Figures"),
     params:
         curves=lambda w, input: [
             f"--curve={config['systems'][s]['label']}={f}"
@@ -68,7 +99,7 @@ rule figure_alignments:
     input:
         lambda w: f"results/alignments/{config['figures']['bahdanau2014_fig3']['system']}.json",
     output:
-        "results/figures/bahdanau2014_fig3.png",
+        report("results/figures/bahdanau2014_fig3.png", caption="../report/bahdanau2014_fig3.rst", category="2. Figures"),
     params:
         title=lambda w: f"Alignments found by {config['systems'][config['figures']['bahdanau2014_fig3']['system']]['label']}",
     log:
@@ -81,7 +112,7 @@ rule figure_length_groups:
     input:
         lambda w: [score_file(s, unk) for s, unk in length_group_rows()],
     output:
-        "results/figures/luong2015_fig6.png",
+        report("results/figures/luong2015_fig6.png", caption="../report/luong2015_fig6.rst", category="2. Figures"),
     params:
         curves=lambda w, input: [f"--curve={row_label(s, unk)}={f}" for (s, unk), f in zip(length_group_rows(), input)],
         banner=[f"--banner={DEMO_BANNER_PLAIN}"] if DEMO else [],
@@ -97,7 +128,7 @@ rule figure_learning:
     input:
         lambda w: [f"results/models/{s}/meta.json" for s in learning_curve_systems()],
     output:
-        "results/figures/luong2015_fig5.png",
+        report("results/figures/luong2015_fig5.png", caption="../report/luong2015_fig5.rst", category="2. Figures"),
     params:
         curves=lambda w, input: [f"--curve={label(s)}={f}" for s, f in zip(learning_curve_systems(), input)],
         heldout=config["figures"].get("luong2015_fig5", {}).get("heldout", "test"),
@@ -113,7 +144,7 @@ rule figure_alignments_compared:
     input:
         lambda w: [f"results/alignments/{s}.json" for s in alignment_systems()],
     output:
-        "results/figures/luong2015_fig7.png",
+        report("results/figures/luong2015_fig7.png", caption="../report/luong2015_fig7.rst", category="2. Figures"),
     params:
         labels=lambda w: [f"--label={label(s)}" for s in alignment_systems()],
         panel=config["figures"].get("luong2015_fig7", {}).get("panel", 0),

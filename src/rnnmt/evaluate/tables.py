@@ -190,6 +190,39 @@ def build_luong_table(rows: list[dict], *, demo: bool, unk_column: bool = False)
     return df
 
 
+CLAIMS_NOTE = (
+    "Δ = BLEU(A) − BLEU(B), tokenized BLEU on the test set as in the tables. The interval is the 2.5th–97.5th "
+    "percentile of Δ over paired bootstrap resamples of the test sentences (Koehn 2004); P(A ≤ B) is the share "
+    "of resamples in which A does not beat B. *holds*: the whole interval is above 0."
+)
+
+
+def verdict(low: float, high: float) -> str:
+    """Whether a 95% interval of BLEU(A) − BLEU(B) supports 'A beats B'."""
+    return "holds" if low > 0 else "reversed" if high < 0 else "not significant"
+
+
+def build_claims_table(rows: list[dict]) -> pd.DataFrame:
+    """rows: {paper, claim, a, b, published (Δ or None), delta, low, high, p_not_better, samples}."""
+    records = [
+        {"paper": r["paper"], "claim": r["claim"], "A": r["a"], "B": r["b"], "delta published": r.get("published"),
+         "delta reproduced": r["delta"], "95% interval": f"[{r['low']:+.2f}, {r['high']:+.2f}]",
+         "P(A ≤ B)": r["p_not_better"], "verdict": verdict(r["low"], r["high"])}
+        for r in rows
+    ]  # fmt: skip
+    df = _frame(records, ["paper", "claim", "A", "B", "95% interval", "verdict"])
+    samples = {r["samples"] for r in rows}
+    df.attrs["notes"] = [CLAIMS_NOTE + (f" {samples.pop()} resamples." if len(samples) == 1 else "")]
+    return df
+
+
+def build_coverage_table(rows: list[dict]) -> pd.DataFrame:
+    """rows: {paper, item, status, output, note, this run}: every table and figure of the papers."""
+    records = [{"paper": r["paper"], "item": r["item"], "status": r["status"], "this run": r["this run"],
+                "output": r["output"] or "", "note": r["note"]} for r in rows]  # fmt: skip
+    return pd.DataFrame.from_records(records, columns=["paper", "item", "status", "this run", "output", "note"])
+
+
 def _is_missing(value) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 

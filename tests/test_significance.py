@@ -1,0 +1,50 @@
+"""Paired bootstrap of BLEU differences, and the claims table built from it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rnnmt.evaluate.bleu import tokenized_bleu
+from rnnmt.evaluate.significance import bleu_from_statistics, paired_bootstrap, sentence_statistics
+from rnnmt.evaluate.tables import build_claims_table, verdict
+
+REFS = [f"the {adj} cat sat on the {noun} mat number {i} today ." for i, (adj, noun) in
+        enumerate(zip(["old", "small", "black", "grey"] * 10, ["red", "blue", "warm", "flat"] * 10))]  # fmt: skip
+GOOD = list(REFS)
+# Wrong on every other sentence: half the words replaced.
+BAD = [r if i % 2 else " ".join(w if j % 2 else "dog" for j, w in enumerate(r.split())) for i, r in enumerate(REFS)]
+
+
+def test_summed_sentence_statistics_give_the_corpus_bleu_of_any_resample():
+    stats = sentence_statistics(BAD, REFS)
+    assert bleu_from_statistics(stats.sum(axis=0)) == pytest.approx(tokenized_bleu(BAD, REFS), abs=1e-9)
+    idx = np.random.default_rng(0).integers(0, len(REFS), size=len(REFS))
+    resampled = tokenized_bleu([BAD[i] for i in idx], [REFS[i] for i in idx])
+    assert bleu_from_statistics(stats[idx].sum(axis=0)) == pytest.approx(resampled, abs=1e-9)
+
+
+def test_the_full_sample_difference_is_the_tables_difference_and_the_interval_holds_it():
+    d = paired_bootstrap(GOOD, BAD, REFS, samples=200, seed=1)
+    assert d.delta == pytest.approx(tokenized_bleu(GOOD, REFS) - tokenized_bleu(BAD, REFS), abs=1e-9)
+    assert 0 < d.low <= d.delta <= d.high and d.p_not_better == 0.0 and d.samples == 200
+    assert verdict(d.low, d.high) == "holds"
+    reverse = paired_bootstrap(BAD, GOOD, REFS, samples=200, seed=1)
+    assert (reverse.low, reverse.high) == pytest.approx((-d.high, -d.low)) and verdict(reverse.low, reverse.high) == "reversed"
+
+
+def test_identical_systems_differ_by_nothing_and_resampling_is_seeded():
+    same = paired_bootstrap(BAD, BAD, REFS, samples=50, seed=3)
+    assert (same.delta, same.low, same.high, same.p_not_better) == (0.0, 0.0, 0.0, 1.0)
+    assert verdict(same.low, same.high) == "not significant"
+    assert paired_bootstrap(GOOD, BAD, REFS, samples=50, seed=3) == paired_bootstrap(GOOD, BAD, REFS, samples=50, seed=3)
+
+
+def test_claims_table_shows_published_and_reproduced_differences():
+    row = {"paper": "P", "claim": "A helps", "a": "A", "b": "B", "published": 1.3, "delta": 2.0, "low": 0.5, "high": 3.25,
+           "p_not_better": 0.01, "samples": 1000}  # fmt: skip
+    df = build_claims_table([row, {**row, "published": None, "low": -0.5}])
+    assert list(df["95% interval"]) == ["[+0.50, +3.25]", "[-0.50, +3.25]"]
+    assert list(df["verdict"]) == ["holds", "not significant"]
+    assert df["delta published"].isna().tolist() == [False, True]
+    assert "1000 resamples" in df.attrs["notes"][0]
