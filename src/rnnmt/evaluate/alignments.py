@@ -12,7 +12,7 @@ from rnnmt.decode.translate import settings_from_args, translate_lines
 from rnnmt.errors import UserError
 from rnnmt.fileio import read_ids, read_lines, write_json
 from rnnmt.models.artifact import TrainedModel, load_model
-from rnnmt.runtime import pick_device
+from rnnmt.runtime import log, pick_device
 from rnnmt.text.bpe import units
 from rnnmt.text.tokenize import detokenize_lines, tokenize_lines
 from rnnmt.train.batching import SourceFormat, pad
@@ -21,10 +21,12 @@ EOS_LABEL = "<end>"  # as on the axes of the paper's Figure 3
 
 
 def pick_samples(lines: list[str], candidates: list[int], k: int, min_len: int, max_len: int, seed: int) -> list[int]:
-    """k random line numbers among `candidates` whose length is within [min_len, max_len] (paper: 10–20)."""
+    """k random line numbers among `candidates` whose length is within [min_len, max_len] (paper: 10–20);
+    all of them, with a log line, when there are fewer (a small shortlist leaves few sentences without UNK)."""
     eligible = [i for i in candidates if min_len <= len(lines[i].split()) <= max_len]
     if len(eligible) < k:
-        raise UserError(f"only {len(eligible)} test sentences without UNK have {min_len}-{max_len} tokens; {k} were asked for.")
+        log(f"only {len(eligible)} test sentences without UNK have {min_len}-{max_len} tokens; {k} were asked for, taking those")
+        k = len(eligible)
     return sorted(random.Random(seed).sample(eligible, k))
 
 
@@ -58,6 +60,6 @@ def align_command(a: argparse.Namespace) -> None:
     chosen = pick_samples(lines, read_ids(a.nounk_ids, len(lines)), a.random, a.min_length, a.max_length, a.seed)
     sources = tokenize_lines(a.fixed, tm.system["pair"].split("-")[0]) + [lines[i] for i in chosen]
     if not sources:
-        raise UserError("no sentence to align: give --fixed sentences or --random above 0.")
+        raise UserError("no sentence to align: no --fixed sentence and no test sentence without UNK in the length range; give --fixed sentences or widen --min-length/--max-length.")
     translations = translate_lines(tm, sources, settings_from_args(a), batch_size=len(sources), device=device)
     write_json(a.output, [panel(tm, s, t, device) for s, t in zip(sources, translations)])
