@@ -495,8 +495,9 @@ def args_train(p: argparse.ArgumentParser) -> None:
     add_device_arguments(p)
     p.add_argument("--processes", type=int, default=1, metavar="N",
                    help="data-parallel training processes, one per GPU (torchrun); the batch is split between them")
-    p.add_argument("--stop-before-limit", type=float, default=600.0, metavar="SECONDS",
-                   help="under Slurm: checkpoint and exit 143 this long before the job's time limit (default 600)")
+    p.add_argument("--stop-before-limit", type=float, default=900.0, metavar="SECONDS",
+                   help="under Slurm: checkpoint and exit 143 this long before the job's time limit (default 900, "
+                        "before the profile's USR1 at 600)")
 
 
 @command("train", "train one system; resumes from OUT_DIR/ckpt/last.pt when it matches", args_train)
@@ -628,10 +629,15 @@ def run_score(a: argparse.Namespace) -> None:
     print(f"BLEU all {scores['bleu_all']:.2f}, No-UNK {nounk}", file=sys.stderr)
 
 
-def args_table(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--spec", required=True, help="JSON: {kind, title, demo, rows: [...], check?}")
+def add_table_arguments(p: argparse.ArgumentParser, spec_help: str) -> None:
+    """A JSON spec in, the table out as CSV and Markdown."""
+    p.add_argument("--spec", required=True, help=spec_help)
     p.add_argument("--csv", type=Path, required=True)
     p.add_argument("--md", type=Path, required=True)
+
+
+def args_table(p: argparse.ArgumentParser) -> None:
+    add_table_arguments(p, "JSON: {kind, title, demo, rows: [...], check?}")
 
 
 @command("table", "render a paper table: reproduced next to published numbers", args_table)
@@ -642,9 +648,7 @@ def run_table(a: argparse.Namespace) -> None:
 
 
 def args_claims(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--spec", required=True, help="JSON: {title, demo, samples, seed, claims: [{paper, claim, a, b, hyps_a, hyps_b, refs, rejoin}]}")
-    p.add_argument("--csv", type=Path, required=True)
-    p.add_argument("--md", type=Path, required=True)
+    add_table_arguments(p, "JSON: {title, demo, samples, seed, claims: [{paper, claim, a, b, hyps_a, hyps_b, refs, rejoin}]}")
 
 
 @command("claims", "paired-bootstrap 95% intervals for the BLEU differences the papers' claims rest on", args_claims)
