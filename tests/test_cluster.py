@@ -43,8 +43,9 @@ def test_slurm_dry_run_gives_gpus_to_training_and_translation_only(tmp_path: Pat
     assert "slurm_extra=--signal=USR1@600" in train and "runtime=1440" in train
 
 
+# Each call goes to a file of its own: the plugin submits jobs in parallel, and appends to one file interleave.
 STUB = """#!/usr/bin/env bash
-{{ printf '%s' {name}; printf ' %q' "$@"; printf '\\n'; }} >> "$STUB_LOG"
+{{ printf '%s' {name}; printf ' %q' "$@"; printf '\\n'; }} > "$(mktemp "$STUB_DIR/{name}.XXXXXX")"
 {reply}
 """
 REPLIES = {
@@ -78,8 +79,9 @@ def test_slurm_submissions_carry_the_gpu_and_early_warning_flags(tmp_path: Path,
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         (work / name).write_text("stand-in\n")
         os.utime(work / name, (1_000_000 + i, 1_000_000 + i))  # inputs older than the trained model
-    log = tmp_path / "submitted.txt"
-    monkeypatch.setenv("STUB_LOG", str(log))
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    monkeypatch.setenv("STUB_DIR", str(calls))
     monkeypatch.setenv("PATH", f"{stub_path(tmp_path)}{os.pathsep}{os.environ['PATH']}")
     targets = ["results/models/rnnsearch-30/model.pt", "results/translations/rnnsearch-50/test.all.txt", "results/data/nounk/en-fr/test.ids"]
     # --allowed-rules: the stand-in files have no upstream; the account is one the stub sacctmgr knows.
@@ -87,12 +89,11 @@ def test_slurm_submissions_carry_the_gpu_and_early_warning_flags(tmp_path: Path,
               "--directory", str(work), "--default-resources", "slurm_account=testacct", "slurm_partition=cpu",
               "--retries", "0", "--slurm-init-seconds-before-status-checks", "1", cwd=work)  # fmt: skip
     submitted = {}
-    for line in log.read_text().splitlines():
-        if line.startswith("sbatch "):
-            args = shlex.split(line)
-            rule = re.match(r"rule_(\w+?)_wildcards", args[args.index("--comment") + 1]).group(1)
-            submitted[rule] = args
-    assert set(submitted) == {"train", "translate", "nounk_subset"}, log.read_text()
+    for call in sorted(calls.glob("sbatch.*")):
+        args = shlex.split(call.read_text())
+        rule = re.match(r"rule_(\w+?)_wildcards", args[args.index("--comment") + 1]).group(1)
+        submitted[rule] = args
+    assert set(submitted) == {"train", "translate", "nounk_subset"}, sorted(p.name for p in calls.iterdir())
     train, translate, cpu = submitted["train"], submitted["translate"], submitted["nounk_subset"]
     assert "--gpus=1" in train and "--signal=USR1@600" in train and train[train.index("-t") + 1] == "1440"
     assert "--gpus=1" in translate and "--signal=USR1@600" not in translate
