@@ -99,22 +99,23 @@ def test_dry_run_of_the_paper_scale_fetches_everything_both_papers_used(tmp_path
     assert "results/data/archives/bitexts.tgz" not in planned
 
 
-def test_lium_switch_trains_on_the_released_selection(tmp_path):
-    override = tmp_path / "lium.yaml"
-    override.write_text("scales: {paper: {selection: {method: lium}}}\n")
-    run = snakemake("-n", "--directory", str(tmp_path), "--config", "scale=paper", "--configfile", str(ROOT / "config.yaml"), str(override))
+def _paper_plan_with(tmp_path: Path, override: str) -> set[str]:
+    """The outputs a paper-scale dry run plans with `override` (YAML) merged onto config.yaml."""
+    path = tmp_path / "override.yaml"
+    path.write_text(override + "\n")
+    run = snakemake("-n", "--directory", str(tmp_path), "--config", "scale=paper", "--configfile", str(ROOT / "config.yaml"), str(path))
     assert run.returncode == 0, run.stderr
-    planned = _planned_outputs(run.stdout)
+    return _planned_outputs(run.stdout)
+
+
+def test_lium_switch_trains_on_the_released_selection(tmp_path):
+    planned = _paper_plan_with(tmp_path, "scales: {paper: {selection: {method: lium}}}")
     assert {"results/data/archives/bitexts.tgz", "results/data/tok/en-fr/preselected.fr"} <= planned
     assert not any("selection/en-fr/scores" in path for path in planned)
 
 
 def test_stanford_switch_replaces_the_en_de_corpora(tmp_path):
-    override = tmp_path / "stanford.yaml"
-    override.write_text("scales: {paper: {corpora: {en-de: {set: stanford}}}}\n")
-    run = snakemake("-n", "--directory", str(tmp_path), "--config", "scale=paper", "--configfile", str(ROOT / "config.yaml"), str(override))
-    assert run.returncode == 0, run.stderr
-    planned = _planned_outputs(run.stdout)
+    planned = _paper_plan_with(tmp_path, "scales: {paper: {corpora: {en-de: {set: stanford}}}}")
     assert {"results/data/archives/train.de", "results/data/raw/en-de/stanford-newstest2015.json"} <= planned
     assert "results/data/raw/en-de/europarl-v7.json" not in planned
 

@@ -35,7 +35,6 @@ class Claim:
 
     index: int
     name: str
-    lock_file: Path
 
 
 def lock_dir(override: Path | None = None) -> Path:
@@ -109,7 +108,7 @@ def claim(
                 _held.append(handles[i])
                 suffix = f" after waiting {waited:.0f} s" if waited else ""
                 log(f"took GPU {names[i]} (cuda:{i}), lock {lock_path(directory, names[i])}{suffix}")
-                return Claim(i, names[i], lock_path(directory, names[i]))
+                return Claim(i, names[i])
         if last_report is None or waited - last_report >= report_every_s:
             holders = "; ".join(f"GPU {names[i]}: {_holder(handles[i])}" for i in candidates)
             log(f"waiting for a free GPU (locks in {directory}): {holders}")

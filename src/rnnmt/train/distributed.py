@@ -26,7 +26,6 @@ class World:
 
     rank: int = 0
     size: int = 1
-    local_rank: int = 0
 
     @property
     def main(self) -> bool:
@@ -38,8 +37,8 @@ class World:
 
 
 def from_environment() -> World:
-    """RANK, WORLD_SIZE and LOCAL_RANK as torchrun sets them."""
-    return World(int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("LOCAL_RANK", 0)))
+    """RANK and WORLD_SIZE as torchrun sets them (LOCAL_RANK picks the GPU: runtime.pick_device)."""
+    return World(int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)))
 
 
 def launched() -> bool:
