@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,12 @@ def tiny_corpus(tmp_path: Path) -> dict[str, Path]:
     tv.save(tmp_path / "tv.json")
     binarize(tmp_path / "s.txt", tmp_path / "t.txt", sv, tv, tmp_path / "data.pt")
     return {"data": tmp_path / "data.pt", "src_vocab": tmp_path / "sv.json", "tgt_vocab": tmp_path / "tv.json", "dir": tmp_path}
+
+
+def corrupt_bytes(path: Path, old: bytes, new: bytes) -> None:
+    """Overwrite the first occurrence of `old` in a file by `new` (same length), as a disk fault would."""
+    at = path.read_bytes().index(old)
+    with open(path, "r+b") as f:
+        f.seek(at)
+        f.write(new)
+        os.fsync(f.fileno())

@@ -10,6 +10,18 @@ import pytest
 from rnnmt.cli import main
 
 
+def test_help_of_rnnmt_and_of_every_subcommand_prints(capsys):
+    """`rnnmt --help` is the first command a new user types (it crashed on a literal "95%")."""
+    from rnnmt.cli import COMMANDS
+
+    for argv in (["--help"], *([name, "--help"] for name in COMMANDS)):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        out = capsys.readouterr().out
+        assert exit_.value.code == 0 and out.startswith("usage: rnnmt"), argv
+    assert len(COMMANDS) > 30
+
+
 def test_mismatched_parallel_files_name_both_files_and_counts(tmp_path: Path, capsys):
     (tmp_path / "a.en").write_text("one\ntwo\nthree\n")
     (tmp_path / "a.fr").write_text("un\ndeux\n")

@@ -1,8 +1,11 @@
-"""GPU claims: one job per GPU through machine-wide locks, released when the holder dies; no real GPU needed."""
+"""GPU claims: one job per GPU through machine-wide locks, released when the holder dies, shared safely
+between users (nothing found in the lock directory is trusted); no real GPU needed."""
 
 from __future__ import annotations
 
+import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -91,8 +94,8 @@ def test_pick_device_spreads_jobs_over_visible_gpus(tmp_path: Path, monkeypatch)
         monkeypatch.delenv(var, raising=False)
     assert pick_device("auto", tmp_path) == torch.device("cuda", 0)
     assert pick_device("cuda", tmp_path) == torch.device("cuda", 1)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu-3.lock", "gpu-5.lock"]  # physical names
-    assert "pid" in (tmp_path / "gpu-5.lock").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rnnmt-gpu-3.lock", "rnnmt-gpu-5.lock"]  # physical names
+    assert "pid" in (tmp_path / "rnnmt-gpu-5.lock").read_text()
     with pytest.raises(UserError, match="only 2 GPU"):
         pick_device("cuda:2", tmp_path)
 
@@ -120,3 +123,127 @@ def test_an_unusable_lock_directory_is_one_clear_error(tmp_path: Path):
     blocker.write_text("")
     with pytest.raises(UserError, match="cannot use the GPU lock directory"):
         gpu_lock.claim(["0"], blocker / "locks")
+
+
+# --- a lock directory other users can write to (issue 11, defects 1 and 5) ------------------------
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second user (chown, setuid)")
+NOBODY = 65534
+
+
+def test_a_planted_symlink_is_refused_and_its_target_untouched(tmp_path: Path):
+    """Another user plants the lock file as a link to one of your files: it is neither truncated nor written."""
+    victim = tmp_path / "thesis.tex"
+    victim.write_text("years of work\n")
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    gpu_lock.lock_path(locks, "0").symlink_to(victim)
+    with pytest.raises(UserError, match="symbolic link"):
+        gpu_lock.claim(["0"], locks)
+    assert victim.read_text() == "years of work\n"
+
+
+def test_a_hard_link_to_another_file_is_refused(tmp_path: Path):
+    victim = tmp_path / "results.csv"
+    victim.write_text("a,b\n")
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    os.link(victim, gpu_lock.lock_path(locks, "0"))
+    with pytest.raises(UserError, match="not an rnnmt GPU lock file"):
+        gpu_lock.claim(["0"], locks)
+    assert victim.read_text() == "a,b\n"
+
+
+def test_an_existing_directory_keeps_its_mode_even_through_a_link(tmp_path: Path):
+    """Only a directory rnnmt creates is made shareable (1777); a link does not pass that on to its target."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(private)
+    gpu_lock.claim(["0"], link)
+    gpu_lock.release_all()
+    assert stat.S_IMODE(private.stat().st_mode) == 0o700
+    created = tmp_path / "new" / "locks"
+    gpu_lock.claim(["0"], created)
+    assert stat.S_IMODE(created.stat().st_mode) == 0o1777
+
+
+def test_a_directory_others_can_write_without_a_sticky_bit_is_refused(tmp_path: Path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(UserError, match="no sticky bit"):
+        gpu_lock.claim(["0"], shared)
+    shared.chmod(0o1777)
+    assert gpu_lock.claim(["0"], shared).name == "0"
+
+
+def test_lock_files_can_be_opened_by_every_user_whatever_the_umask(tmp_path: Path):
+    previous = os.umask(0o077)
+    try:
+        gpu_lock.claim(["0"], tmp_path)
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(gpu_lock.lock_path(tmp_path, "0").stat().st_mode) == 0o666
+
+
+@needs_root
+def test_a_directory_or_link_of_another_user_is_refused(tmp_path: Path):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o1777)
+    os.chown(theirs, NOBODY, NOBODY)
+    with pytest.raises(UserError, match="belongs to nobody"):
+        gpu_lock.claim(["0"], theirs)
+    target = tmp_path / "target"
+    target.mkdir(mode=0o700)
+    planted = tmp_path / "planted"
+    planted.symlink_to(target)
+    os.lchown(planted, NOBODY, NOBODY)
+    with pytest.raises(UserError, match="symbolic link made by nobody"):
+        gpu_lock.claim(["0"], planted)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o700 and not any(target.iterdir())
+
+
+def claim_as_nobody(directory: Path) -> str:
+    """Fork, become user nobody, claim GPU 0 and return what that claim logged (the interpreter under /root
+    may not be executable by nobody, so the child runs the already imported module instead of a new python)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            messages: list[str] = []
+            took = gpu_lock.claim(["0"], directory, poll_s=0.05, log=messages.append)
+            messages.append(f"GOT {took.name}")
+            os.write(write_end, "\n".join(messages).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as f:
+        out = f.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, out
+    return out
+
+
+@needs_root
+def test_two_users_share_one_gpu_lock():
+    """Root holds GPU 0; user nobody waits for it, names the holder, then takes the same lock file."""
+    import shutil
+    import tempfile
+
+    shared = Path(tempfile.mkdtemp(prefix="rnnmt-locks-", dir="/tmp"))
+    try:
+        shared.chmod(0o1777)  # a root-owned sticky directory, as /tmp
+        holder = start_holder("0", shared, 1.0)
+        wait_for_line(holder, "GOT")
+        out = claim_as_nobody(shared)
+        holder.communicate(timeout=30)
+        assert "GOT 0" in out and f"pid {holder.pid} of root" in out
+        assert "of nobody" in gpu_lock.lock_path(shared, "0").read_text()
+    finally:
+        shutil.rmtree(shared)

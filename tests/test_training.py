@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from rnnmt.errors import UserError
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train import checkpoint
@@ -18,7 +20,7 @@ from rnnmt.train.loop import STOP_SIGNALS, Trainer, TrainingInterrupted, _loss
 from rnnmt.train.optim import clip_gradients, learning_rate
 from rnnmt.train.run import job_deadline
 
-from conftest import tiny_system
+from conftest import corrupt_bytes, tiny_system
 
 
 def make_trainer(corpus: dict[str, Path], out_dir: Path, **kw) -> Trainer:
@@ -165,13 +167,89 @@ def test_an_early_stop_is_final_when_resumed(tiny_corpus, tmp_path):
     assert again["updates"] == 6
 
 
-def test_stale_checkpoint_takes_its_best_weights_with_it(tiny_corpus, tmp_path):
-    make_trainer(tiny_corpus, tmp_path, updates=3, patience=2).run()
-    assert (tmp_path / "ckpt" / "best.pt").exists()
-    other = make_trainer(tiny_corpus, tmp_path, updates=2, patience=2, clip_norm=5.0)
-    other.run()
-    assert other.state.best_update == 0  # no validation yet: the old best.pt was not used
-    assert not (tmp_path / "ckpt" / "best.pt").exists()
+# Dev cost best at the first validation (update 3), worse at 6 and 9: patience 2 stops at 9 and the
+# published model must be update 3's.
+DIVERGING = {"updates": 30, "patience": 2, "optimizer": {"name": "sgd", "lr": 5.0}, "checkpoint_every": 1000}
+
+
+def interrupt_at(trainer: Trainer, update: int) -> None:
+    """Make the trainer receive SIGTERM during the given 0-based update."""
+    step = trainer.step
+
+    def step_then_signal(u: int):
+        out = step(u)
+        if u == update:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return out
+
+    trainer.step = step_then_signal
+
+
+def assert_same_weights(a: torch.nn.Module, b: torch.nn.Module) -> None:
+    for (name, p), q in zip(a.named_parameters(), b.parameters()):
+        assert torch.equal(p, q), name
+
+
+def test_early_stopping_publishes_the_weights_best_update_names(tiny_corpus, tmp_path):
+    at_three = make_trainer(tiny_corpus, tmp_path / "three", **{**DIVERGING, "updates": 3, "patience": None})
+    at_three.run()
+    stopped = make_trainer(tiny_corpus, tmp_path / "run", **DIVERGING)
+    meta = stopped.run()
+    assert (meta["stopped"], meta["updates"], meta["best_update"], meta["model_update"]) == ("early_stopping", 9, 3, 3)
+    assert_same_weights(stopped.model, at_three.model)
+    assert meta["dev_nll"] == meta["history"][0]["dev"]  # the final cost is that of the published weights
+
+
+def test_a_resumed_early_stopping_run_still_publishes_the_best_weights(tiny_corpus, tmp_path, stop_signal_handlers):
+    """Issue 11, defect 3: after an interruption, and after deleting what an old error message said to
+    delete (ckpt/best.pt), the published model must still be the best validation's."""
+    straight = make_trainer(tiny_corpus, tmp_path / "straight", **DIVERGING)
+    straight.run()
+    interrupted = make_trainer(tiny_corpus, tmp_path / "run", **DIVERGING)
+    interrupt_at(interrupted, 6)  # after the validations at 3 (best) and 6 (worse)
+    with pytest.raises(TrainingInterrupted, match="checkpoint at update 7"):
+        interrupted.run()
+    (tmp_path / "run" / "ckpt" / "best.pt").unlink(missing_ok=True)
+    resumed = make_trainer(tiny_corpus, tmp_path / "run", **DIVERGING)
+    meta = resumed.run()
+    assert (meta["updates"], meta["best_update"], meta["model_update"]) == (9, 3, 3)
+    assert_same_weights(resumed.model, straight.model)
+
+
+def test_a_damaged_checkpoint_names_what_to_delete_and_that_restores_the_result(tiny_corpus, tmp_path, stop_signal_handlers):
+    straight = make_trainer(tiny_corpus, tmp_path / "straight", **DIVERGING)
+    straight.run()
+    interrupted = make_trainer(tiny_corpus, tmp_path / "run", **DIVERGING)
+    interrupt_at(interrupted, 6)
+    with pytest.raises(TrainingInterrupted):
+        interrupted.run()
+    ckpt = tmp_path / "run" / "ckpt"
+    weight = interrupted.model.decoder.W_o.weight.detach().numpy().tobytes()[:16]
+    corrupt_bytes(ckpt / "last.pt", weight, b"\x7f" * 16)  # four weights become 3.4e38
+    with pytest.raises(UserError, match=rf"last.pt is damaged: .*; delete {ckpt} to train this system again from the start"):
+        make_trainer(tiny_corpus, tmp_path / "run", **DIVERGING).run()
+    shutil.rmtree(ckpt)  # what the message says
+    again = make_trainer(tiny_corpus, tmp_path / "run", **DIVERGING)
+    assert again.run()["model_update"] == 3
+    assert_same_weights(again.model, straight.model)
+
+
+def test_patience_set_after_a_checkpoint_publishes_the_last_weights_and_says_so(tiny_corpus, tmp_path, capsys):
+    """Patience is not part of the fingerprint; the run before kept no best weights, and meta.json must not pretend it did."""
+    make_trainer(tiny_corpus, tmp_path, **{**DIVERGING, "updates": 4, "patience": None}).run()
+    meta = make_trainer(tiny_corpus, tmp_path, **{**DIVERGING, "updates": 5}).run()
+    assert (meta["best_update"], meta["model_update"], meta["updates"]) == (3, 5, 5)
+    assert "no weights of the best validation (update 3) were kept" in capsys.readouterr().err
+
+
+def test_a_checkpoint_of_another_rnnmt_version_is_discarded(tiny_corpus, tmp_path):
+    make_trainer(tiny_corpus, tmp_path, updates=2).run()
+    ckpt = tmp_path / "ckpt" / "last.pt"
+    torch.save({"fingerprint": "x", "model": {}}, ckpt)  # the layout before checkpoints had a format and digest
+    messages = []
+    trainer = make_trainer(tiny_corpus, tmp_path, updates=2)
+    assert checkpoint.load_matching(ckpt, trainer.fingerprint, messages.append) is None
+    assert "written by another rnnmt version" in messages[0] and not ckpt.exists()
 
 
 # --- Luong et al. 2015's recipe (paper-spec §4.5) ----------------------------------------------

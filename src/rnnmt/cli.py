@@ -775,7 +775,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rnnmt", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (add_args, run, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        # argparse %-formats help strings (not descriptions): a literal "95%" must reach it as "95%%".
+        p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text)
         add_args(p)
         p.add_argument("--threads", type=positive, default=1, help="torch threads / worker processes (default 1)")
         p.set_defaults(run=run)

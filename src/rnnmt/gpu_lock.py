@@ -1,32 +1,45 @@
 """One GPU per job on a shared machine: a claim is an exclusive lock on a file per GPU.
 
 Snakemake does not assign GPUs to local jobs, so under `snakemake --cores all` two training jobs would
-otherwise share one. A job takes the first GPU whose lock file in a machine-wide directory it can lock
-(`flock`, so the kernel releases it when the process ends, crash and SIGKILL included), or waits and
-says what it waits for. Two workflows on one machine share the directory and so never share a GPU.
+otherwise share one. A job takes the first GPU whose lock file it can lock (`flock`, so the kernel
+releases it when the process ends, crash and SIGKILL included), or waits and says what it waits for.
 GPUs are named as CUDA_VISIBLE_DEVICES names them when it is set (a scheduler's choice is respected),
 else by index. Under Slurm with a GPU allocation the scheduler already isolates jobs, and the job's
 device numbering is its own, so no lock is taken.
+
+Sharing between users: every user's jobs must lock the same files, so by default they are
+/tmp/rnnmt-gpu-<GPU>.lock. /tmp belongs to root and has the sticky bit, so nobody can delete or
+replace another user's lock file. A lock file is created with mode 0666 whatever the umask, so any
+user can open it later; the holder writes a one-line note (pid, host, time, command) into it for
+those who wait. Because other users can write in such a directory, rnnmt trusts nothing found there:
+it never follows a symbolic link to a lock file, and it writes only into a regular file with a single
+name and at most NOTE_BYTES bytes, in place, without truncating it. A lock directory of your own
+choice must belong to you or root, and have the sticky bit if others can write to it.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import pwd
 import socket
+import stat
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from rnnmt.errors import UserError
 
-DEFAULT_LOCK_DIR = Path("/tmp/rnnmt-gpu-locks")
+DEFAULT_LOCK_DIR = Path("/tmp")
 LOCK_DIR_ENV = "RNNMT_GPU_LOCK_DIR"
+# The holder's note is padded to this size and written in place: a lock file never grows past it.
+NOTE_BYTES = 1024
+_OPEN = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK
 
-# Open lock files of this process: a claim lasts until the process exits.
-_held: list[IO[str]] = []
+# Open lock files (descriptors) of this process: a claim lasts until the process exits.
+_held: list[int] = []
 
 
 @dataclass(frozen=True)
@@ -38,7 +51,7 @@ class Claim:
 
 
 def lock_dir(override: Path | None = None) -> Path:
-    """The machine-wide lock directory: --gpu-lock-dir, else $RNNMT_GPU_LOCK_DIR, else /tmp/rnnmt-gpu-locks."""
+    """The machine-wide lock directory: --gpu-lock-dir, else $RNNMT_GPU_LOCK_DIR, else /tmp."""
     if override is not None:
         return override
     return Path(os.environ.get(LOCK_DIR_ENV) or DEFAULT_LOCK_DIR)
@@ -56,35 +69,125 @@ def scheduler_assigned() -> bool:
 
 
 def lock_path(directory: Path, name: str) -> Path:
-    return directory / f"gpu-{name.replace('/', '_')}.lock"
+    return directory / f"rnnmt-gpu-{name.replace('/', '_')}.lock"
 
 
-def _open_lock(directory: Path, name: str) -> IO[str]:
+def _user(uid: int) -> str:
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        if directory.stat().st_uid == os.getuid():
-            directory.chmod(0o1777)  # shared by every user's workflows, like /tmp
-        fd = os.open(lock_path(directory, name), os.O_RDWR | os.O_CREAT, 0o666)
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _trusted_owner(uid: int) -> bool:
+    return uid in (0, os.getuid())
+
+
+def _unusable(directory: Path, why: str) -> UserError:
+    return UserError(f"cannot use the GPU lock directory {directory}: {why}; set --gpu-lock-dir or ${LOCK_DIR_ENV} to another directory.")
+
+
+def _open_directory(directory: Path) -> int:
+    """A descriptor of the lock directory, created shareable (1777) when missing; one that others could tamper with is refused."""
+    try:
+        link = os.lstat(directory)
+    except FileNotFoundError:
+        link = None
     except OSError as exc:
-        raise UserError(f"cannot use the GPU lock directory {directory} ({exc.strerror}); set --gpu-lock-dir or ${LOCK_DIR_ENV} to a writable directory.") from None
-    return os.fdopen(fd, "r+", encoding="utf-8")
-
-
-def _try_lock(handle: IO[str]) -> bool:
+        raise _unusable(directory, exc.strerror) from None
+    if link is not None and stat.S_ISLNK(link.st_mode):
+        if not _trusted_owner(link.st_uid):
+            raise _unusable(directory, f"it is a symbolic link made by {_user(link.st_uid)}, and rnnmt follows no other user's links there")
+        directory = Path(os.path.realpath(directory))
+    created = False
     try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if link is None:
+            directory.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.mkdir(directory, 0o700)
+                created = True
+            except FileExistsError:
+                pass
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | _OPEN)
+    except OSError as exc:
+        # With O_DIRECTORY, Linux answers a symbolic link with ENOTDIR rather than ELOOP.
+        why = "it is a symbolic link" if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(directory) else exc.strerror
+        raise _unusable(directory, why) from None
+    if created:
+        os.fchmod(fd, 0o1777)  # like /tmp: everyone may lock, nobody may remove another user's files
+    st = os.fstat(fd)
+    why = None
+    if not _trusted_owner(st.st_uid):
+        why = f"it belongs to {_user(st.st_uid)}, who could remove or replace the lock files of every other user (it must be yours or root's)"
+    elif st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        why = "other users can write to it but it has no sticky bit, so they could remove or replace the lock files (chmod +t fixes that)"
+    if why:
+        os.close(fd)
+        raise _unusable(directory, why)
+    return fd
+
+
+def _open_lock(dir_fd: int, directory: Path, name: str) -> int:
+    """A descriptor of the lock file of GPU `name`, created (mode 0666) if missing; never through a link."""
+    path = lock_path(directory, name)
+    while True:
+        try:
+            fd = os.open(path.name, os.O_RDWR | _OPEN, dir_fd=dir_fd)
+        except FileNotFoundError:
+            try:
+                fd = os.open(path.name, os.O_RDWR | os.O_CREAT | os.O_EXCL | _OPEN, 0o666, dir_fd=dir_fd)
+            except FileExistsError:
+                continue  # another job created it between the two calls
+            os.fchmod(fd, 0o666)  # the umask must not keep other users out
+        except PermissionError:
+            # Not writable by us (its creator has not made it 0666 yet): flock works on a read-only descriptor.
+            fd = os.open(path.name, os.O_RDONLY | _OPEN, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise UserError(f"GPU lock file {path} is a symbolic link; rnnmt never follows one there (it could make rnnmt write into another file). Remove it, or set --gpu-lock-dir.") from None
+            raise _unusable(directory, exc.strerror) from None
+        break
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_size > NOTE_BYTES:
+        os.close(fd)
+        raise UserError(
+            f"{path} is not an rnnmt GPU lock file (expected a regular file with one name and at most {NOTE_BYTES} bytes; "
+            f"it belongs to {_user(st.st_uid)}); rnnmt will not write to it. Remove it, or set --gpu-lock-dir."
+        )
+    return fd
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(sys.argv)}\n")
-    handle.flush()
+    note = f"pid {os.getpid()} of {_user(os.getuid())} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(sys.argv)}"
+    data = note.encode("utf-8")[: NOTE_BYTES - 1].ljust(NOTE_BYTES - 1) + b"\n"
+    try:
+        os.pwrite(fd, data, 0)
+    except OSError:
+        pass  # a read-only descriptor: the lock holds, the note stays the previous holder's
     return True
 
 
-def _holder(handle: IO[str]) -> str:
-    handle.seek(0)
-    return handle.read().strip() or "unknown holder"
+def _holder(fd: int) -> str:
+    return os.pread(fd, NOTE_BYTES, 0).decode("utf-8", errors="replace").strip() or "unknown holder"
+
+
+def _open_all(names: list[str], candidates: list[int], directory: Path) -> dict[int, int]:
+    dir_fd = _open_directory(directory)
+    opened: dict[int, int] = {}
+    try:
+        for i in candidates:
+            opened[i] = _open_lock(dir_fd, directory, names[i])
+    except BaseException:
+        for fd in opened.values():
+            os.close(fd)
+        raise
+    finally:
+        os.close(dir_fd)
+    return opened
 
 
 def claim(
@@ -97,14 +200,14 @@ def claim(
 ) -> Claim:
     """Lock the first free GPU of `names` (or only index `wanted`), waiting while all are taken."""
     candidates = [wanted] if wanted is not None else list(range(len(names)))
-    handles = {i: _open_lock(directory, names[i]) for i in candidates}
+    handles = _open_all(names, candidates, directory)
     waited, last_report = 0.0, None
     while True:
         for i in candidates:
             if _try_lock(handles[i]):
                 for j, other in handles.items():
                     if j != i:
-                        other.close()
+                        os.close(other)
                 _held.append(handles[i])
                 suffix = f" after waiting {waited:.0f} s" if waited else ""
                 log(f"took GPU {names[i]} (cuda:{i}), lock {lock_path(directory, names[i])}{suffix}")
@@ -120,4 +223,4 @@ def claim(
 def release_all() -> None:
     """Give back every GPU this process claimed (process exit does the same)."""
     while _held:
-        _held.pop().close()
+        os.close(_held.pop())

@@ -9,13 +9,14 @@ from typing import Any
 
 import torch
 
+from rnnmt import tensorfile
 from rnnmt.errors import UserError
-from rnnmt.fileio import atomic_path
 from rnnmt.models.build import Seq2Seq, build_model
 from rnnmt.text.bpe import BpeSegmenter
 from rnnmt.text.vocab import Vocab
 
-FORMAT = "rnnmt-model/1"
+# 2: loaded with weights_only and checked against the SHA-256 recorded inside (tensorfile.py).
+FORMAT = "rnnmt-model/2"
 
 
 @dataclass
@@ -49,29 +50,23 @@ def _segmenter(codes: str | None) -> BpeSegmenter | None:
 def save_model(
     path: Path, model: Seq2Seq, system: dict[str, Any], src_vocab: Vocab, tgt_vocab: Vocab, bpe_codes: dict[str, str | None]
 ) -> None:
-    """Write the model file atomically."""
+    """Write the model file atomically, with the digest `load_model` checks."""
     state = {
-        "format": FORMAT,
         "system": system,
-        "state_dict": {k: v.cpu() for k, v in model.state_dict().items()},
+        "state_dict": model.state_dict(),
         "src_vocab": _vocab_state(src_vocab),
         "tgt_vocab": _vocab_state(tgt_vocab),
         "bpe_codes": bpe_codes,
     }
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+    tensorfile.save(path, FORMAT, state)
 
 
 def load_model(path: Path, device: torch.device) -> TrainedModel:
-    """Read a model file written by `save_model`; anything else is a clear error."""
+    """Read a model file written by `save_model`; anything else (foreign, unsafe, damaged) is a clear error."""
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = tensorfile.load(path, FORMAT, "model file", "train the system again to replace it (rnnmt train).")
     except FileNotFoundError:
         raise UserError(f"model file {path} does not exist; train the system first (rnnmt train).") from None
-    except Exception as exc:
-        raise UserError(f"model file {path} cannot be read ({exc.__class__.__name__}); expected an rnnmt model.") from exc
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
-        raise UserError(f"{path} is not an rnnmt model file (expected format {FORMAT}).")
     src_vocab, tgt_vocab = Vocab(**state["src_vocab"]), Vocab(**state["tgt_vocab"])
     model = build_model(state["system"]["model"], len(src_vocab), len(tgt_vocab))
     model.load_state_dict(state["state_dict"])

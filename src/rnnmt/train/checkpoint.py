@@ -1,4 +1,5 @@
-"""Training checkpoints: written atomically beside (not as) the declared outputs, matched by fingerprint."""
+"""Training checkpoints: written atomically beside (not as) the declared outputs, matched by fingerprint,
+loaded without running code and checked against the digest written inside (tensorfile.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-import torch
+from rnnmt import tensorfile
 
-from rnnmt.errors import UserError
-from rnnmt.fileio import atomic_path
-
+# 2: one self-contained file (the best weights of early stopping inside), with a digest.
+FORMAT = "rnnmt-checkpoint/2"
 # Keys that only say how long or how verbosely to train: changing them must not discard progress.
 _BUDGET_KEYS = ("updates", "epochs", "patience", "valid_every", "log_every", "checkpoint_every")
 
@@ -26,21 +26,26 @@ def fingerprint(system: dict[str, Any], data_sha256: dict[str, str]) -> str:
 
 def save(path: Path, state: dict[str, Any]) -> None:
     """Write a checkpoint so that a reader sees either the old file or the complete new one."""
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+    tensorfile.save(path, FORMAT, state)
 
 
 def load_matching(path: Path, expected: str, log) -> dict[str, Any] | None:
-    """The checkpoint at `path` if its fingerprint matches; a stale one is logged and removed."""
+    """The checkpoint at `path` if its fingerprint matches; a stale one (another system, data or format) is logged and removed.
+
+    A damaged or unsafe file is an error: deleting the checkpoint directory, as the message says,
+    restarts the system from update 0, which gives the same result as an uninterrupted run.
+    """
     if not path.exists():
         return None
+    advice = f"delete {path.parent} to train this system again from the start."
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as exc:  # torch raises many types for a damaged file
-        raise UserError(f"checkpoint {path} cannot be read ({exc.__class__.__name__}); delete it to start afresh.") from exc
-    if not isinstance(state, dict) or state.get("fingerprint") != expected:
-        found = state.get("fingerprint") if isinstance(state, dict) else None
-        log(f"discarding stale checkpoint {path}: fingerprint {found} does not match this system/data ({expected})")
+        state = tensorfile.load(path, FORMAT, "training checkpoint", advice)
+    except tensorfile.FormatMismatch as exc:
+        log(f"discarding checkpoint {path}: format {exc.found!r}, not {FORMAT!r} (written by another rnnmt version)")
+        os.unlink(path)
+        return None
+    if state.get("fingerprint") != expected:
+        log(f"discarding stale checkpoint {path}: fingerprint {state.get('fingerprint')} does not match this system/data ({expected})")
         os.unlink(path)
         return None
     return state

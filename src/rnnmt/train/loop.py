@@ -114,7 +114,12 @@ def _loss(per_sentence: torch.Tensor, batch: Batch, kind: str) -> torch.Tensor:
 
 
 class Trainer:
-    """Trains one system; checkpoints go to out_dir/ckpt/ (last.pt, and best.pt with early stopping)."""
+    """Trains one system; its checkpoint is out_dir/ckpt/last.pt.
+
+    With early stopping (`patience`), the weights of the best validation so far are kept (on the CPU)
+    and written inside the same checkpoint, so that the checkpoint alone restores everything and the
+    model published at the end is always the one `best_update` names.
+    """
 
     def __init__(
         self,
@@ -156,21 +161,20 @@ class Trainer:
         self.budget = self.stream.updates_for(self.cfg["epochs"]) if self.cfg["epochs"] is not None else self.cfg["updates"]
         self.fingerprint = checkpoint.fingerprint(system, data_sha256)
         self.ckpt_path = out_dir / "ckpt" / "last.pt"
-        self.best_path = out_dir / "ckpt" / "best.pt"
         self.state = TrainState()
+        self.best_weights: dict[str, torch.Tensor] | None = None
         self.stop = StopFlag()
 
     def resume(self) -> None:
-        """Continue from a matching checkpoint, if any; a stale one takes its best.pt with it."""
+        """Continue from a matching checkpoint, if any."""
         saved = checkpoint.load_matching(self.ckpt_path, self.fingerprint, self.log)
         if saved is None:
-            if self.world.main:
-                self.best_path.unlink(missing_ok=True)
             return
         self.model.load_state_dict(saved["model"])
         self.optimizer.load_state_dict(saved["optimizer"])
         torch.set_rng_state(saved["rng"])
         self.state = TrainState(**saved["state"])
+        self.best_weights = saved["best_model"]
         self.log(f"resumed from {self.ckpt_path} at update {self.state.update}")
 
     def save_checkpoint(self) -> None:
@@ -182,6 +186,7 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "rng": torch.get_rng_state(),
             "state": self.state.__dict__,
+            "best_model": self.best_weights,
         }
         checkpoint.save(self.ckpt_path, state)
 
@@ -214,7 +219,8 @@ class Trainer:
         first = next(iter(costs.values()))
         if first < s.best_dev:
             s.best_dev, s.best_update, s.bad_validations = first, s.update, 0
-            checkpoint.save(self.best_path, {"fingerprint": self.fingerprint, "model": self.model.state_dict()})
+            if self.cfg["patience"] is not None:
+                self.best_weights = {k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
             return False
         s.bad_validations += 1
         patience = self.cfg["patience"]
@@ -265,11 +271,22 @@ class Trainer:
             return {}
         return self.finish()
 
+    def published_update(self) -> int:
+        """Put the weights to publish into the model and return their update: the best ones with early stopping."""
+        s = self.state
+        if self.cfg["patience"] is None:
+            return s.update
+        if self.best_weights is None:
+            if s.best_update:
+                # Patience was set after the checkpoint was written: the best weights were not kept then.
+                self.log(f"no weights of the best validation (update {s.best_update}) were kept; the model is the last update's")
+            return s.update
+        self.model.load_state_dict(self.best_weights)
+        return s.best_update
+
     def finish(self) -> dict[str, Any]:
-        """Final held-out cost; with early stopping the best weights become the model."""
-        best = checkpoint.load_matching(self.best_path, self.fingerprint, self.log) if self.cfg["patience"] is not None else None
-        if best is not None:
-            self.model.load_state_dict(best["model"])
+        """Final held-out cost of the weights to publish; with early stopping those of the best validation."""
+        model_update = self.published_update()
         measured = {name: heldout_cost(self.model, data, self.device, self.source) for name, data in self.valid.items()}
         dev = {name: m["nll"] for name, m in measured.items()}
         s = self.state
@@ -285,6 +302,7 @@ class Trainer:
             "heldout_ppl": {name: m["ppl"] for name, m in measured.items()},
             "stopped": s.stopped,
             "best_update": s.best_update,
+            "model_update": model_update,
             "history": s.history,
             "parameters": count_parameters(self.model),
             "training_pairs": self.stream.pairs,

@@ -1,0 +1,113 @@
+"""The files rnnmt writes with torch.save (trained models, training checkpoints): safe to load, checked on load.
+
+Such a file holds {"format": F, "sha256": D, "content": C}. D is the SHA-256 of a canonical walk over C
+(every key and plain value, and every tensor's dtype, shape and bytes), computed when the file is
+written and compared when it is read: a byte overwritten inside a tensor, which torch.load itself does
+not notice, stops the load with one sentence naming the file. torch.load runs with weights_only=True,
+which rebuilds only tensors and plain containers, so a file planted in a results tree cannot run code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rnnmt.errors import UserError
+from rnnmt.fileio import atomic_path
+
+
+class FormatMismatch(UserError):
+    """The file is readable and safe but is not of the expected format (another kind, or an older rnnmt)."""
+
+    def __init__(self, message: str, found: object) -> None:
+        super().__init__(message)
+        self.found = found
+
+
+def _feed(h: "hashlib._Hash", obj: Any) -> None:
+    """Add one value to the digest; the type tags and lengths keep different structures from colliding."""
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach().cpu().contiguous()
+        h.update(f"T{t.dtype}{tuple(t.shape)}:".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy())
+    elif isinstance(obj, dict):
+        h.update(b"{%d:" % len(obj))
+        for key, value in obj.items():
+            _feed(h, key)
+            _feed(h, value)
+    elif isinstance(obj, (list, tuple)):
+        h.update(b"%s%d:" % (b"[" if isinstance(obj, list) else b"(", len(obj)))
+        for value in obj:
+            _feed(h, value)
+    elif isinstance(obj, str):
+        data = obj.encode("utf-8", errors="surrogatepass")
+        h.update(b"s%d:" % len(data))
+        h.update(data)
+    elif obj is None or isinstance(obj, (bool, int, float)):
+        h.update(f"{type(obj).__name__}:{obj!r};".encode())
+    else:
+        raise TypeError(f"a {type(obj).__name__} cannot be stored in an rnnmt tensor file; expected tensors and plain data.")
+
+
+def digest(content: Any) -> str:
+    """The SHA-256 recorded for `content` (nested dicts, lists, tuples, tensors, strings, numbers, None)."""
+    h = hashlib.sha256()
+    _feed(h, content)
+    return h.hexdigest()
+
+
+def _on_cpu(obj: Any) -> Any:
+    """`obj` with every tensor on the CPU, so that it is copied from a GPU once, for the digest and the file alike."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu()
+    if isinstance(obj, dict):
+        return type(obj)((key, _on_cpu(value)) for key, value in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_on_cpu(value) for value in obj)
+    return obj
+
+
+def save(path: Path, fmt: str, content: dict[str, Any]) -> None:
+    """Write `content` with its format and digest, atomically (a full disk is one clear error, see fileio)."""
+    content = _on_cpu(content)
+    wrapped = {"format": fmt, "sha256": digest(content), "content": content}
+    # A Python file object, not a path: torch then reports a full disk as OSError(ENOSPC), not a bare RuntimeError.
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        torch.save(wrapped, f)
+
+
+def load(path: Path, fmt: str, what: str, advice: str) -> dict[str, Any]:
+    """The content of a file `save` wrote with format `fmt`; anything else is a UserError ending in `advice`.
+
+    `what` names the kind of file in messages ("model file", "training checkpoint"). A missing file
+    raises FileNotFoundError, for the caller to explain.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch warns about foreign pickles; the errors below say it in one line
+            wrapped = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise
+    except pickle.UnpicklingError as exc:
+        # The weights-only unpickler names a global (a class or function) it refused to call.
+        if "Unsupported global" in str(exc):
+            raise UserError(
+                f"{path} is not a {what} written by rnnmt: it holds Python objects other than tensors and plain data, "
+                f"and rnnmt refuses to load those because loading them can run code; {advice}"
+            ) from None
+        raise UserError(f"{path} cannot be read (UnpicklingError): it is damaged or not a {what} written by rnnmt; {advice}") from None
+    except Exception as exc:  # torch raises many types for a damaged or foreign file
+        raise UserError(f"{path} cannot be read ({exc.__class__.__name__}): it is damaged or not a {what} written by rnnmt; {advice}") from None
+    found = wrapped.get("format") if isinstance(wrapped, dict) else None
+    if found != fmt:
+        described = f"format {found!r}" if found else "no rnnmt format"
+        raise FormatMismatch(f"{path} is not a {what} of this rnnmt version ({described}, expected {fmt!r}); {advice}", found)
+    if digest(wrapped.get("content")) != wrapped.get("sha256"):
+        raise UserError(f"{path} is damaged: its content no longer matches the SHA-256 recorded when rnnmt wrote it; {advice}")
+    return wrapped["content"]
+
