@@ -1,13 +1,23 @@
 # rnnmt: WMT'14 (or the synthetic demo) -> data -> models -> translations -> the papers' tables and figures.
 # Thin entry point: config, schema validation, the stage rule files, and the final targets.
+import sys
 from pathlib import Path
 
 from snakemake.utils import min_version
 
+from rnnmt.config import read_yaml
+from rnnmt.errors import UserError
+
 min_version("9.0")
 
+CONFIG_FILE = Path(workflow.basedir) / "config.yaml"
+try:
+    read_yaml(CONFIG_FILE)  # a syntax error then names the file and line, which Snakemake's message does not
+except UserError as exc:
+    sys.exit(f"rnnmt: {exc}")
 
-configfile: str(Path(workflow.basedir) / "config.yaml")
+
+configfile: str(CONFIG_FILE)
 
 
 report: "workflow/report/workflow.rst"

@@ -61,7 +61,7 @@ def test_train_translate_by_hand(tiny_corpus, tmp_path: Path, capsys, monkeypatc
     assert main(["translate", "--model", str(out / "model.pt"), "--input", str(src), "--output", str(tmp_path / "o.txt"), "--beam", "2", "--device", "cpu"]) == 0
     assert len((tmp_path / "o.txt").read_text().splitlines()) == 2
     capsys.readouterr()
-    monkeypatch.setattr("sys.stdin", io.StringIO("a b c\nd e\n"))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"a b c\nd e\n")))
     assert main(["translate", "--model", str(out / "model.pt"), "--beam", "2", "--device", "cpu"]) == 0
     assert capsys.readouterr().out.splitlines() == (tmp_path / "o.txt").read_text().splitlines()
 
@@ -106,6 +106,9 @@ def test_bad_device_and_sizes_are_one_line_errors(tmp_path: Path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["translate", "--model", str(tmp_path / "m.pt"), "--beam", "0"])
     assert exc.value.code == 2 and "expected a positive integer" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["demo-corpus", "--out-dir", str(tmp_path), "--seed", "-1"])
+    assert exc.value.code == 2 and "expected a seed from 0 to 4294967295, got -1" in capsys.readouterr().err
 
 
 def test_data_binarized_with_other_vocabularies_is_refused(tiny_corpus, tmp_path: Path, capsys):
@@ -205,3 +208,69 @@ def test_select_lium_copies_the_pool(tmp_path: Path, capsys):
     assert code == 0
     assert (tmp_path / "s.en").read_text() == "a b\nc\n" and (tmp_path / "s.fr").read_text() == "x y\nz\n"
     assert '"pairs_out": 2' in capsys.readouterr().out
+
+
+@pytest.fixture
+def tiny_model_file(tiny_corpus, tmp_path: Path) -> Path:
+    import json
+
+    from conftest import tiny_system
+
+    system = tmp_path / "system.json"
+    system.write_text(json.dumps(tiny_system(updates=2)))
+    args = ["train", "--system", str(system), "--train", str(tiny_corpus["data"]), "--src-vocab", str(tiny_corpus["src_vocab"]),
+            "--tgt-vocab", str(tiny_corpus["tgt_vocab"]), "--out-dir", str(tmp_path / "model"), "--device", "cpu"]  # fmt: skip
+    assert main(args) == 0
+    return tmp_path / "model" / "model.pt"
+
+
+def test_empty_lines_translate_to_empty_lines_and_a_bom_is_no_word(tiny_model_file: Path, tmp_path: Path):
+    """A blank source line has nothing to translate (a GroundHog model used to invent a sentence from EOS alone);
+    a byte-order mark before the first line is not part of it."""
+    src, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    src.write_bytes(b"\xef\xbb\xbfa b c\n\n   \nd e\na b c\n")
+    assert main(["translate", "--model", str(tiny_model_file), "--input", str(src), "--output", str(out), "--beam", "2", "--device", "cpu"]) == 0
+    lines = out.read_text(encoding="utf-8").split("\n")
+    assert lines[1] == lines[2] == "" and lines[0] != ""
+    assert lines[0] == lines[4]  # the first line, after its BOM, is "a b c" like the last
+
+
+@pytest.mark.parametrize("locale", ["C", "C.UTF-8"])
+def test_invalid_utf8_on_stdin_is_one_line_under_every_locale(tiny_model_file: Path, locale: str):
+    """It used to become UNK silently under one locale and a traceback under another; --input already said so."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "LC_ALL": locale, "LANG": locale}
+    env.pop("PYTHONIOENCODING", None)
+    run = subprocess.run([sys.executable, "-m", "rnnmt.cli", "translate", "--model", str(tiny_model_file), "--beam", "2", "--device", "cpu"],
+                         input=b"a b c\nd \xe9 e\n", capture_output=True, env=env, timeout=120)  # fmt: skip
+    err = run.stderr.decode().strip()
+    assert run.returncode == 2 and run.stdout == b""
+    assert err == "rnnmt translate: error: standard input line 2 is not valid UTF-8; expected UTF-8 text."
+
+
+def test_translations_on_stdout_are_utf8_under_every_locale(tmp_path: Path):
+    """Every target word here is outside latin-1, so a locale-encoded stdout would fail on any output."""
+    import os
+    import subprocess
+    import sys
+
+    import torch
+
+    from conftest import tiny_model_config
+    from rnnmt.models.artifact import save_model
+    from rnnmt.models.build import build_model
+    from rnnmt.text.vocab import Vocab
+
+    torch.manual_seed(0)
+    src_vocab, tgt_vocab = Vocab(["a", "b", "c"], [3, 2, 1]), Vocab(["€", "œ", "≠", "—"], [4, 3, 2, 1])
+    model = build_model(tiny_model_config(), len(src_vocab), len(tgt_vocab))
+    save_model(tmp_path / "m.pt", model, {"name": "t", "pair": "en-fr", "model": tiny_model_config()}, src_vocab, tgt_vocab, {"src": None, "tgt": None})
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONIOENCODING": "latin-1"}
+    run = subprocess.run([sys.executable, "-m", "rnnmt.cli", "translate", "--model", str(tmp_path / "m.pt"), "--beam", "2", "--device", "cpu"],
+                         input=b"a b c\nc b\n", capture_output=True, env=env, timeout=120)  # fmt: skip
+    assert run.returncode == 0, run.stderr.decode()
+    lines = run.stdout.decode("utf-8").splitlines()
+    assert len(lines) == 2 and all(line and set(line) <= set("€œ≠—<unk> ") for line in lines), lines

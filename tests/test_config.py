@@ -40,6 +40,10 @@ def test_shipped_config_is_valid_and_defaults_are_filled():
         (lambda c: c["scales"]["demo"]["vocab"].pop("size"), "'size' is a required property"),
         (lambda c: c["scales"]["paper"]["selection"].update(method="xenc"), "key 'scales.paper.selection.method'"),
         (lambda c: c["scales"]["sample"]["corpora"].update(fr={"set": "x"}), "corpora.fr is not a pair"),
+        # A negative seed used to pass and fail ~20 jobs later inside numpy.
+        (lambda c: c["scales"]["demo"]["selection"].update(seed=-1), "key 'scales.demo.selection.seed': -1 is less than the minimum of 0"),
+        (lambda c: c.update(seed=2**32), "key 'seed': 4294967296 is greater than the maximum"),
+        (lambda c: c["systems"]["rnnsearch-50"].update(seed=-3), "key 'systems.rnnsearch-50.seed'"),
     ],
 )
 def test_mistakes_are_one_line_naming_the_key(edit, expected):
@@ -134,3 +138,15 @@ def test_recipe_ensemble_and_claim_mistakes_are_one_line_errors(change, message)
     change(c)
     with pytest.raises(UserError, match=message):
         cfg.validate(c, SCHEMA)
+
+
+def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path: Path):
+    """Snakemake's own message ("Config file is not valid JSON or YAML") names neither."""
+    broken = tmp_path / "config.yaml"
+    broken.write_text("scale: demo\nseed: [1\nheldout: [dev]\n")
+    with pytest.raises(UserError, match=rf"^config file {broken} line 3, column 8: expected ',' or '\]', but got ':' \(while parsing a flow sequence at line 2\); fix the YAML there.$"):
+        cfg.load(broken, SCHEMA)
+    tabs = tmp_path / "tabs.yaml"
+    tabs.write_text("scale: demo\nevaluation:\n\tbeam: 3\n")
+    with pytest.raises(UserError, match=rf"config file {tabs} line 3, column 1: found character '\\t' that cannot start any token"):
+        cfg.read_yaml(tabs)

@@ -123,6 +123,21 @@ def test_raw_concatenates_pairs_in_order_including_gzip(tmp_path):
     }
 
 
+def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path):
+    """Issue 11, defect 8: a BOM at the start of a test set became a token of line 1 of source and reference."""
+    bom = b"\xef\xbb\xbf"
+    s1 = tmp_path / "a.en"
+    s1.write_bytes(bom + b"one\ntwo\n")
+    t1 = _gz(tmp_path / "a.fr.gz", bom + b"un\ndeux\n")
+    s2, t2 = tmp_path / "b.en", tmp_path / "b.fr"
+    s2.write_bytes(bom + b"three\n")
+    t2.write_bytes(b"trois\n")
+    report = _raw(tmp_path, [s1, s2], [t1, t2], heldout=True)
+    assert _outputs(tmp_path) == (b"one\ntwo\nthree\n", b"un\ndeux\ntrois\n")
+    assert report["words"] == {"src": 3, "tgt": 3}
+    assert list(iter_lines(s1)) == ["one", "two"]
+
+
 def test_raw_repairs_invalid_utf8_in_training_text_and_counts_it(tmp_path):
     src = _write(tmp_path / "s.en", "ok\nfine\n")
     tgt = tmp_path / "t.fr"

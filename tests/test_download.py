@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import collections
+import gzip
 import hashlib
 import http.server
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -15,7 +17,9 @@ from rnnmt.data import download as dl
 from rnnmt.data.download import Checksum, download, mirror_url, verify_checksum
 from rnnmt.errors import UserError
 
-BODY = bytes(range(256)) * 4096  # 1 MiB, so a transfer spans several reads
+# A real gzip stream of 1 MiB (stored, not compressed), so that a transfer spans several reads and
+# passes the check that an archive starts with its signature.
+BODY = gzip.compress(bytes(range(256)) * 4096, compresslevel=0, mtime=0)
 
 
 @dataclass
@@ -24,6 +28,7 @@ class Served:
 
     files: dict[str, bytes] = field(default_factory=dict)
     drop_after: dict[str, int] = field(default_factory=dict)  # first request only
+    stall_after: dict[str, tuple[int, float]] = field(default_factory=dict)  # first request: bytes, then seconds of silence
     ignore_range: bool = False
     requests: list[tuple[str, str | None]] = field(default_factory=list)
     port: int = 0
@@ -60,6 +65,12 @@ def _handler(served: Served) -> type[http.server.BaseHTTPRequestHandler]:
                 self.send_response(200)
             self.send_header("Content-Length", str(len(body) - start))
             self.end_headers()
+            if (stall := served.stall_after.pop(self.path, None)) is not None:
+                self.wfile.write(body[start : start + stall[0]])
+                self.wfile.flush()
+                time.sleep(stall[1])
+                self.close_connection = True
+                return
             cut = served.drop_after.pop(self.path, None)
             self.wfile.write(body[start:] if cut is None else body[start : start + cut])
             if cut is not None:
@@ -129,6 +140,35 @@ def test_dropped_connection_resumes(server, tmp_path):
     download(server.url("/a.tgz"), tmp_path / "a.tgz", checksum=md5(BODY), backoff_s=0.001)
     assert (tmp_path / "a.tgz").read_bytes() == BODY
     assert server.requests == [("/a.tgz", None), ("/a.tgz", "bytes=300000-")]
+
+
+def test_a_stalled_download_keeps_the_bytes_it_received(server, tmp_path):
+    """Issue 11, defect 8: the message said "the bytes so far are kept" while the partial file was empty."""
+    server.files["/a.tgz"] = BODY
+    server.stall_after["/a.tgz"] = (300_000, 2.0)
+    download(server.url("/a.tgz"), tmp_path / "a.tgz", checksum=md5(BODY), timeout_s=0.5, backoff_s=0.001)
+    assert (tmp_path / "a.tgz").read_bytes() == BODY
+    assert server.requests == [("/a.tgz", None), ("/a.tgz", "bytes=300000-")]
+
+
+@pytest.mark.parametrize("name", ["bitexts.tgz", "train.en"])
+def test_an_html_page_answered_with_200_is_not_saved_as_the_file(server, tmp_path, name):
+    """Without a published checksum or size (LIUM), nothing else would notice a server's error or login page."""
+    server.files[f"/{name}"] = b"<!DOCTYPE html>\n<html><head><title>Page not found</title></head></html>\n"
+    with pytest.raises(UserError, match=rf"{name}: expected .*HTML page"):
+        download(server.url(f"/{name}"), tmp_path / name, checksum=None)
+    assert not (tmp_path / name).exists() and not (tmp_path / f"{name}.part").exists()
+
+
+def test_a_file_that_is_not_an_archive_is_refused_wherever_it_comes_from(tmp_path):
+    offline = tmp_path / "offline"
+    offline.mkdir()
+    (offline / "x.tgz").write_bytes(b"not gzip at all")
+    with pytest.raises(UserError, match=r"x.tgz \(from download.dir\): expected a gzip archive"):
+        download("http://127.0.0.1:9/x.tgz", tmp_path / "x.tgz", checksum=None, offline_dir=offline)
+    (tmp_path / "y.tar").write_bytes(b"<html>oops</html>")
+    with pytest.raises(UserError, match=r"y.tar \(already exists\): expected a tar archive, but it starts like an HTML page"):
+        download("http://127.0.0.1:9/y.tar", tmp_path / "y.tar", checksum=None)
 
 
 def test_server_ignoring_range_starts_over(server, tmp_path):

@@ -16,7 +16,7 @@ from rnnmt.models.build import build_model
 from rnnmt.text.vocab import Vocab, build_shortlist
 from rnnmt.train.batching import SourceFormat
 
-from conftest import tiny_luong_config
+from conftest import tiny_luong_config, tiny_model_config
 
 
 def test_dictionary_pairs_rare_words_by_dice():
@@ -85,6 +85,26 @@ def test_an_ensemble_averages_log_probabilities():
         logp, _, _ = ens.predict(ctx, state, 0)
         expected = (a.predict(*a.begin(src, mask), 0)[0] + b.predict(*b.begin(src, mask), 0)[0]) / 2
     assert torch.allclose(logp, expected)
+
+
+@pytest.mark.parametrize(
+    "configs",
+    [
+        (tiny_model_config(), tiny_model_config("gru", "none")),  # RNNsearch + RNNencdec (their weights had other shapes)
+        (tiny_luong_config(), tiny_luong_config(attention="none")),
+    ],
+)
+def test_an_ensemble_of_models_with_and_without_attention_aligns_by_those_that_attend(configs):
+    torch.manual_seed(0)
+    attending, plain = (build_model(cfg, 20, 20).eval() for cfg in configs)
+    src, mask = SourceFormat.of(configs[0]).batch([torch.tensor([5, 6, 7]), torch.tensor([8, 9])])
+    ens = Ensemble([plain, attending])
+    with torch.no_grad():
+        _, alpha, _ = ens.predict(*ens.begin(src, mask), 0)
+        expected = attending.predict(*attending.begin(src, mask), 0)[1]
+    assert torch.equal(alpha, expected)
+    hyps = beam_search(ens, src, mask, BeamSettings(width=2))
+    assert len(hyps) == 2 and all(0 <= a < src.shape[1] for h in hyps for a in h.align)
 
 
 def test_unk_dict_and_unk_replacing_ensemble_translation_by_hand(tiny_corpus, tmp_path: Path, capsys):

@@ -40,6 +40,20 @@ def test_unknown_config_key_stops_before_any_job(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+def test_a_yaml_syntax_error_in_config_yaml_names_file_and_line(tmp_path):
+    import shutil
+
+    shutil.copy(ROOT / "Snakefile", tmp_path)
+    shutil.copytree(ROOT / "workflow", tmp_path / "workflow")
+    text = (ROOT / "config.yaml").read_text()
+    line = text.splitlines().index("seed: 1") + 1
+    (tmp_path / "config.yaml").write_text(text.replace("\nseed: 1\n", "\nseed: [1\n"))
+    run = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--directory", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    assert f"rnnmt: config file {tmp_path / 'config.yaml'} line {line + 1}, column" in run.stderr
+    assert f"(while parsing a flow sequence at line {line})" in run.stderr and "Traceback" not in run.stderr
+
+
 @pytest.mark.slow
 def test_tiny_end_to_end_then_nothing_to_do(tmp_path):
     args = ("--cores", "2", "--directory", str(tmp_path), "--configfile", str(ROOT / "tests" / "config" / "tiny.yaml"))

@@ -35,6 +35,14 @@ def positive(text: str) -> int:
     return value
 
 
+def seed(text: str) -> int:
+    """An argparse type: a random seed, 0 to 2^32 - 1 (what numpy's generators take)."""
+    value = int(text)
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"expected a seed from 0 to {2**32 - 1}, got {text}")
+    return value
+
+
 def key_value(text: str) -> tuple[str, str]:
     """Parse NAME=VALUE arguments."""
     name, sep, value = text.partition("=")
@@ -89,7 +97,7 @@ def load_vocabs(a: argparse.Namespace) -> tuple:
 
 def args_demo_corpus(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out-dir", type=Path, required=True)
-    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--seed", type=seed, default=1234)
     p.add_argument("--size", type=key_value, action="append", default=[], metavar="CORPUS=PAIRS")
     p.add_argument("--src-lang", default="en")
     p.add_argument("--tgt-lang", default="fr")
@@ -269,7 +277,7 @@ def args_select_sample(p: argparse.ArgumentParser) -> None:
     p.add_argument("--src", type=Path, required=True, help="tokenized pool, source side")
     p.add_argument("--tgt", type=Path, required=True)
     p.add_argument("--indomain-tgt", type=Path, required=True, help="its target tokens set the sample size")
-    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--seed", type=seed, required=True)
     p.add_argument("--out-src", type=Path, required=True)
     p.add_argument("--out-tgt", type=Path, required=True)
     p.add_argument("--report", type=Path, required=True)
@@ -537,7 +545,7 @@ def args_align(p: argparse.ArgumentParser) -> None:
     p.add_argument("--random", type=int, default=3, help="how many random No-UNK test sentences")
     p.add_argument("--min-length", type=positive, default=10)
     p.add_argument("--max-length", type=positive, default=20)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=seed, default=1)
     add_beam_arguments(p)
     p.add_argument("--output", type=Path, required=True)
     add_device_arguments(p)
@@ -787,6 +795,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.argv = argv  # `train --processes N` starts itself again under torchrun
+    from rnnmt.fileio import disk_full_cause
+
     try:
         from rnnmt.runtime import set_threads
 
@@ -794,6 +804,13 @@ def main(argv: list[str] | None = None) -> int:
         args.run(args)
     except UserError as exc:
         print(f"rnnmt {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        if (full := disk_full_cause(exc)) is None:
+            raise
+        # A write outside atomic_path (which names its file itself): say "disk full", not a traceback.
+        where = f" while writing {full.filename}" if full.filename else ""
+        print(f"rnnmt {args.command}: error: the disk is full ({full.strerror}){where}; free some space and run again.", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -93,13 +93,26 @@ def _check_references(config: dict[str, Any]) -> None:
                 raise UserError(f"config: every row of tables.{name} needs 'system' or 'label'.")
 
 
+def read_yaml(path: Path) -> Any:
+    """A YAML file's content; a syntax error names the file, line and column (Snakemake's own message names neither)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"config file {path} cannot be read ({exc.__class__.__name__}: {exc}); expected a UTF-8 YAML file.") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        context = f" ({exc.context} at line {exc.context_mark.line + 1})" if exc.context and exc.context_mark else ""
+        raise UserError(f"config file {path}{where}: {exc.problem or 'invalid YAML'}{context}; fix the YAML there.") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"config file {path} is not valid YAML ({exc}).") from None
+
+
 def load(path: Path, schema_path: Path) -> dict[str, Any]:
     """Read and validate a config file."""
-    try:
-        config = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise UserError(f"config file {path} cannot be read as YAML ({exc.__class__.__name__}).") from exc
-    return validate(config, schema_path)
+    return validate(read_yaml(path), schema_path)
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
-import tempfile
+import secrets
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,18 +16,58 @@ from typing import Any
 from rnnmt.errors import UserError
 
 
+# "No space left on device" and "Disk quota exceeded": both mean the disk cannot take the file.
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full_cause(exc: BaseException | None) -> OSError | None:
+    """The "disk full" OSError behind `exc`, if any: torch's writer raises a RuntimeError from it."""
+    while exc is not None:
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL:
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def disk_full(target: str | os.PathLike, exc: OSError) -> UserError:
+    """The error for a write that ran out of disk: what, where, and that nothing partial was kept."""
+    return UserError(f"the disk is full: cannot write {target} ({exc.strerror}); nothing partial was kept — free some space and run again.")
+
+
+def _new_file_beside(target: Path) -> Path:
+    """An empty, new hidden file next to `target`, with the mode open() would give (0666 less the umask).
+
+    tempfile.mkstemp would make it 0600, and os.replace keeps the mode: every output would be private
+    whatever the user's umask, and collaborators could not read the results.
+    """
+    while True:
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; it is renamed to `path` only if the block succeeds."""
+    """Yield a temporary path beside `path`; it is renamed to `path` only if the block succeeds.
+
+    A full disk anywhere in the block becomes one UserError naming `path`; the temporary file is removed.
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
-    os.close(fd)
+    tmp: Path | None = None
     try:
-        yield Path(tmp)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _new_file_beside(target)
+        yield tmp
         os.replace(tmp, target)
+    except Exception as exc:
+        if (full := disk_full_cause(exc)) is not None:
+            raise disk_full(target, full) from None
+        raise
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
 
 
@@ -40,21 +82,48 @@ def write_lines(path: str | os.PathLike, lines: Iterable[str]) -> int:
     return n
 
 
-def iter_lines(path: str | os.PathLike) -> Iterator[str]:
-    """Yield the lines of a UTF-8 file without their "\\n"; only "\\n" ends a line, as for `wc -l`.
+# Editors on Windows start UTF-8 files with a byte-order mark; it is no part of the first line's text.
+UTF8_BOM = b"\xef\xbb\xbf"
 
-    str.splitlines would also split at U+2028, U+0085 or form feeds inside a sentence and shift every
-    later line against its parallel file.
+
+def split_lines(stream: Iterable[bytes]) -> Iterator[bytes]:
+    """The lines of a binary stream without their "\\n", and without a UTF-8 byte-order mark before the first."""
+    for number, raw in enumerate(stream):
+        yield (raw.removeprefix(UTF8_BOM) if number == 0 else raw).removesuffix(b"\n")
+
+
+def decode_lines(stream: Iterable[bytes], name: str) -> Iterator[str]:
+    """The lines of a binary stream as text, decoded strictly: invalid UTF-8 is an error naming `name` and the line.
+
+    Only "\\n" ends a line, as for `wc -l`: str.splitlines would also split at U+2028, U+0085 or form
+    feeds inside a sentence and shift every later line against its parallel file.
     """
-    number = 0
+    for number, raw in enumerate(split_lines(stream), start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UserError(f"{name} line {number} is not valid UTF-8; expected UTF-8 text.") from None
+
+
+def iter_lines(path: str | os.PathLike) -> Iterator[str]:
+    """Yield the lines of a UTF-8 file, split and decoded as decode_lines does."""
     try:
         with open(path, "rb") as f:
-            for number, raw in enumerate(f, start=1):
-                yield raw.removesuffix(b"\n").decode("utf-8")
+            yield from decode_lines(f, str(path))
     except FileNotFoundError:
         raise UserError(f"{path} does not exist; expected a UTF-8 text file.") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path} line {number} is not valid UTF-8; expected UTF-8 text.") from None
+
+
+def stdin_lines() -> list[str]:
+    """Standard input as UTF-8 lines, whatever the locale (sys.stdin would decode by the locale, or not at all)."""
+    return list(decode_lines(sys.stdin.buffer, "standard input"))
+
+
+def write_stdout_lines(lines: Iterable[str]) -> None:
+    """One string per line on standard output, in UTF-8 whatever the locale, as files are written."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
+    sys.stdout.buffer.flush()
 
 
 def read_lines(path: str | os.PathLike) -> list[str]:

@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 from rnnmt.data.sgm import read_sgm
 from rnnmt.errors import UserError
-from rnnmt.fileio import atomic_path, iter_lines
+from rnnmt.fileio import atomic_path, iter_lines, split_lines
 
 # Every whitespace character except the no-break spaces: those carry meaning for French
 # punctuation and are left to the tokenizer. Collapsing the rest also removes characters
@@ -124,11 +124,10 @@ def _open_binary(path: Path) -> BinaryIO:
 
 
 def _text_lines(path: Path) -> Iterator[bytes]:
-    """The lines of a text file as bytes without their "\\n"; only "\\n" ends a line, as for `wc -l`."""
+    """The lines of a text file as bytes, split as fileio.split_lines splits them (a leading BOM dropped)."""
     try:
         with _open_binary(path) as f:
-            for raw in f:
-                yield raw.removesuffix(b"\n")
+            yield from split_lines(f)
     except FileNotFoundError:
         raise UserError(f"{path} does not exist; expected a text file, optionally gzip-compressed (.gz).") from None
     except _GZIP_CORRUPT:

@@ -69,6 +69,29 @@ def verify_checksum(
     return digests["sha256"]
 
 
+# What the first bytes of an archive are, by file name; plain files (Stanford's, SGM) have no signature.
+_SIGNATURES = ((".tgz", 0, b"\x1f\x8b", "gzip"), (".gz", 0, b"\x1f\x8b", "gzip"), (".tar", 257, b"ustar", "tar"),
+               (".zip", 0, b"PK\x03\x04", "zip"))  # fmt: skip
+_HTML_START = (b"<!doctype html", b"<html", b"<head", b"<body", b"<?xml version", b"<title")
+
+
+def check_content(path: Path, name: str, *, label: str, advice: str) -> None:
+    """Refuse a file that is not what `name` says: an archive without its signature, or an HTML page.
+
+    A server that answers a missing file with an error or login page and status 200 would otherwise
+    have that page saved as the archive when no checksum or size is published to catch it (LIUM).
+    """
+    with open(path, "rb") as f:
+        head = f.read(512)
+    looks_html = head.lstrip().lower().startswith(_HTML_START)
+    for suffix, offset, magic, kind in _SIGNATURES:
+        if name.endswith(suffix) and head[offset : offset + len(magic)] != magic:
+            what = "an HTML page" if looks_html else f"{head[:16]!r}"
+            raise UserError(f"{label}: expected a {kind} archive, but it starts like {what}; {advice}")
+    if looks_html:
+        raise UserError(f"{label}: expected {name}, but it is an HTML page (an error or login page, not the file); {advice}")
+
+
 def mirror_url(url: str, mirror: str | None) -> str:
     """Replace the scheme and host of `url` by `mirror`, keeping the path and query."""
     if mirror is None:
@@ -198,7 +221,9 @@ def _transfer(url: str, part: Path, timeout_s: float, size: int | None, progress
         got = 0
         # A server that ignores Range answers 200 with the whole file: start == 0 rewrites it.
         with open(part, "ab" if start else "wb") as f:
-            while block := response.read(CHUNK):
+            # read1, not read: read(n) waits for all n bytes and loses those it has when the connection
+            # stalls into a timeout; read1 hands over what has arrived, so the partial file keeps it.
+            while block := response.read1(CHUNK):
                 f.write(block)
                 got += len(block)
                 meter.add(len(block))
@@ -276,6 +301,7 @@ def _finish_partial(url: str, dest: Path, checksum: Checksum | None, size: int |
             raise UserError(
                 f"{url} gave {got} bytes, expected {size}; the download is damaged or not the published file."
             )
+        check_content(part, dest.name, label=url, advice="check download.mirror, or download it by hand into download.dir.")
         sha256 = verify_checksum(part, checksum)
     except UserError:
         part.unlink()
@@ -286,13 +312,16 @@ def _finish_partial(url: str, dest: Path, checksum: Checksum | None, size: int |
 
 def _check_present(dest: Path, checksum: Checksum | None) -> str:
     """The sha256 of an existing `dest`; UserError (leaving the file alone) if it is not the published one."""
-    advice = "delete it to download it again or replace it with the published file."
-    return verify_checksum(dest, checksum, label=f"{dest} (already exists)", advice=advice)
+    label, advice = f"{dest} (already exists)", "delete it to download it again or replace it with the published file."
+    check_content(dest, dest.name, label=label, advice=advice)
+    return verify_checksum(dest, checksum, label=label, advice=advice)
 
 
 def _install_offline(source: Path, dest: Path, checksum: Checksum | None) -> str:
     """Verify an archive supplied by hand and link (or copy) it to `dest` atomically; return its sha256."""
-    sha256 = verify_checksum(source, checksum, label=f"{source} (from download.dir)", advice="replace it with the published file.")
+    label, advice = f"{source} (from download.dir)", "replace it with the published file."
+    check_content(source, dest.name, label=label, advice=advice)
+    sha256 = verify_checksum(source, checksum, label=label, advice=advice)
     with atomic_path(dest) as tmp:
         tmp.unlink()
         try:

@@ -1,5 +1,6 @@
 """Ensembles (Luong et al. 2015, Table 1): several models decode together, averaging their per-step
-log-probabilities; the attention weights passed on for UNK replacement are averaged too."""
+log-probabilities; the attention weights passed on for UNK replacement are averaged over the members
+that attend (an RNNencdec or a Luong model without attention has no alignment to contribute)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ class Ensemble:
     def predict(self, ctx: list[Any], state: list[Any], step: int) -> tuple[Tensor, Tensor, list[Any]]:
         outs = [m.predict(c, s, step) for m, c, s in zip(self.members, ctx, state)]
         logp = torch.stack([o[0] for o in outs]).mean(dim=0)
-        alpha = torch.stack([o[1] for o in outs]).mean(dim=0)
+        aligned = [o[1] for m, o in zip(self.members, outs) if m.attends] or [outs[0][1]]
+        alpha = torch.stack(aligned).mean(dim=0)
         return logp, alpha, [o[2] for o in outs]
 
     def advance(self, ctx: list[Any], state: list[Any], words: Tensor) -> list[Any]:

@@ -4,7 +4,6 @@ search, decode, and optionally replace each UNK by a dictionary translation of i
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Sequence
 
@@ -13,7 +12,7 @@ import torch
 from rnnmt.decode.beam import BeamSettings, Hypothesis, beam_search
 from rnnmt.decode.ensemble import load_ensemble
 from rnnmt.decode.unk import UnkReplacer, load_dictionary
-from rnnmt.fileio import read_ids, read_lines, write_lines
+from rnnmt.fileio import read_ids, read_lines, stdin_lines, write_lines, write_stdout_lines
 from rnnmt.models.artifact import TrainedModel
 from rnnmt.runtime import log, pick_device
 from rnnmt.text.bpe import BpeSegmenter, units
@@ -47,11 +46,12 @@ def translate_lines(
     """Translations of tokenized `lines`, in input order; progress goes to the log. If `aligns` is a
     list, it receives one line per sentence: the source position of highest weight at every step.
 
-    A model that reads no source EOS (Luong) has nothing to read in an empty line: it translates to "".
+    An empty (or blank) line translates to an empty line, with every model: there is nothing to
+    translate. (A GroundHog model would otherwise decode from its source EOS alone and invent a sentence.)
     """
     source = SourceFormat.of(tm.system["model"])
     ids = [source_ids(tm, line) for line in lines]
-    order = sorted((i for i in range(len(ids)) if len(ids[i]) or source.eos), key=lambda i: len(ids[i]))
+    order = sorted((i for i in range(len(ids)) if len(ids[i])), key=lambda i: len(ids[i]))
     out: list[str] = [""] * len(ids)
     if aligns is not None:
         aligns[:] = [""] * len(ids)
@@ -81,12 +81,6 @@ def settings_from_args(a: argparse.Namespace) -> BeamSettings:
     )
 
 
-def stdin_lines() -> list[str]:
-    """Standard input split on "\\n" only, like files (see fileio.iter_lines)."""
-    text = sys.stdin.read()
-    return text.removesuffix("\n").split("\n") if text else []
-
-
 def translate_command(a: argparse.Namespace) -> None:
     """`rnnmt translate`: one model or an ensemble, files or stdin/stdout, optional line subset, raw-text mode."""
     device = pick_device(a.device, a.gpu_lock_dir)
@@ -107,4 +101,4 @@ def translate_command(a: argparse.Namespace) -> None:
     if a.output:
         write_lines(a.output, out)
     else:
-        sys.stdout.write("".join(f"{line}\n" for line in out))
+        write_stdout_lines(out)

@@ -38,6 +38,11 @@ class Seq2Seq(nn.Module):
         self.encoder = encoder
         self.decoder = decoder
 
+    @property
+    def attends(self) -> bool:
+        """Whether the weights `predict` returns align target steps with source positions."""
+        return self.decoder.attends
+
     def encode(self, src: Tensor, src_mask: Tensor) -> Encoded:
         return self.encoder(src, src_mask)
 

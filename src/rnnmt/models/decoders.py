@@ -58,6 +58,11 @@ class BahdanauDecoder(nn.Module):
         else:
             self.W_o = nn.Linear(maxout_units, vocab_size)
 
+    @property
+    def attends(self) -> bool:
+        """Whether `predict`'s weights are an alignment over source positions (RNNencdec's are not)."""
+        return not self.attention.static
+
     def init_state(self, enc: Encoded) -> Tensor:
         return torch.tanh(self.W_s(enc.summary))
 
@@ -130,6 +135,11 @@ class LuongDecoder(nn.Module):
         # h̃_t = tanh(W_c [c_t; h_t]), context first (§4.1); without attention h̃_t = h_t.
         self.W_c = nn.Linear(2 * hidden, hidden, bias=bias) if attention is not None else None
         self.W_s = nn.Linear(hidden, vocab_size, bias=bias)
+
+    @property
+    def attends(self) -> bool:
+        """Whether `predict`'s weights are an alignment over source positions (zeros without attention)."""
+        return self.attention is not None
 
     def attend(self, h: Tensor, ctx: Context, steps: Tensor) -> tuple[Tensor, Tensor]:
         """Attentional states h̃ [B, T, H] and weights [B, T, S] for top states h [B, T, H]."""

@@ -82,8 +82,9 @@ class ParallelData:
             "tgt_ids": self.tgt_ids,
             "tgt_offsets": self.tgt_offsets,
         }
-        with atomic_path(path) as tmp:
-            torch.save({"format": _FORMAT, **self.meta, **tensors}, tmp)
+        # A file object, not a path: torch then reports a full disk as OSError(ENOSPC), which atomic_path names.
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
+            torch.save({"format": _FORMAT, **self.meta, **tensors}, f)
 
     @classmethod
     def load(cls, path: Path) -> ParallelData:
