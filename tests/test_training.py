@@ -212,8 +212,8 @@ def test_a_resumed_early_stopping_run_still_publishes_the_best_weights(tiny_corp
     (tmp_path / "run" / "ckpt" / "best.pt").unlink(missing_ok=True)
     resumed = make_trainer(tiny_corpus, tmp_path / "run", **DIVERGING)
     meta = resumed.run()
-    assert (meta["updates"], meta["best_update"], meta["model_update"]) == (9, 3, 3)
     assert_same_weights(resumed.model, straight.model)
+    assert (meta["updates"], meta["best_update"], meta["model_update"]) == (9, 3, 3)
 
 
 def test_a_damaged_checkpoint_names_what_to_delete_and_that_restores_the_result(tiny_corpus, tmp_path, stop_signal_handlers):
