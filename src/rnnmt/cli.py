@@ -517,7 +517,7 @@ def run_train(a: argparse.Namespace) -> None:
 
 def args_translate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", type=Path, nargs="+", required=True, help="a trained model, or several: an ensemble")
-    p.add_argument("--input", type=Path, help="tokenized source, one sentence per line (default: stdin)")
+    p.add_argument("--input", type=Path, help="tokenized source, one UTF-8 sentence per line (default: stdin); an empty line gives an empty line")
     p.add_argument("--output", type=Path, help="default: stdout")
     p.add_argument("--lines", type=Path, help="translate only these 0-based line numbers (a file of integers)")
     p.add_argument("--raw", action="store_true", help="tokenize the input and detokenize the output")
