@@ -72,13 +72,17 @@ def _on_cpu(obj: Any) -> Any:
     return obj
 
 
-def save(path: Path, fmt: str, content: dict[str, Any]) -> None:
-    """Write `content` with its format and digest, atomically (a full disk is one clear error, see fileio)."""
-    content = _on_cpu(content)
-    wrapped = {"format": fmt, "sha256": digest(content), "content": content}
+def write(path: Path, obj: Any) -> None:
+    """torch.save `obj` to `path` atomically; a full disk is one clear error naming `path` (see fileio)."""
     # A Python file object, not a path: torch then reports a full disk as OSError(ENOSPC), not a bare RuntimeError.
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        torch.save(wrapped, f)
+        torch.save(obj, f)
+
+
+def save(path: Path, fmt: str, content: dict[str, Any]) -> None:
+    """Write `content` with its format and digest (what `load` checks)."""
+    content = _on_cpu(content)
+    write(path, {"format": fmt, "sha256": digest(content), "content": content})
 
 
 def load(path: Path, fmt: str, what: str, advice: str) -> dict[str, Any]:
@@ -110,4 +114,3 @@ def load(path: Path, fmt: str, what: str, advice: str) -> dict[str, Any]:
     if digest(wrapped.get("content")) != wrapped.get("sha256"):
         raise UserError(f"{path} is damaged: its content no longer matches the SHA-256 recorded when rnnmt wrote it; {advice}")
     return wrapped["content"]
-

@@ -92,6 +92,12 @@ def check_content(path: Path, name: str, *, label: str, advice: str) -> None:
         raise UserError(f"{label}: expected {name}, but it is an HTML page (an error or login page, not the file); {advice}")
 
 
+def _accept(path: Path, name: str, checksum: Checksum | None, *, label: str, advice: str) -> str:
+    """Check a file that is to become archive `name` (content, then checksum); return its sha256."""
+    check_content(path, name, label=label, advice=advice)
+    return verify_checksum(path, checksum, label=label, advice=advice)
+
+
 def mirror_url(url: str, mirror: str | None) -> str:
     """Replace the scheme and host of `url` by `mirror`, keeping the path and query."""
     if mirror is None:
@@ -301,8 +307,7 @@ def _finish_partial(url: str, dest: Path, checksum: Checksum | None, size: int |
             raise UserError(
                 f"{url} gave {got} bytes, expected {size}; the download is damaged or not the published file."
             )
-        check_content(part, dest.name, label=url, advice="check download.mirror, or download it by hand into download.dir.")
-        sha256 = verify_checksum(part, checksum)
+        sha256 = _accept(part, dest.name, checksum, label=url, advice="the download is damaged or not the published file.")
     except UserError:
         part.unlink()
         raise
@@ -312,16 +317,13 @@ def _finish_partial(url: str, dest: Path, checksum: Checksum | None, size: int |
 
 def _check_present(dest: Path, checksum: Checksum | None) -> str:
     """The sha256 of an existing `dest`; UserError (leaving the file alone) if it is not the published one."""
-    label, advice = f"{dest} (already exists)", "delete it to download it again or replace it with the published file."
-    check_content(dest, dest.name, label=label, advice=advice)
-    return verify_checksum(dest, checksum, label=label, advice=advice)
+    advice = "delete it to download it again or replace it with the published file."
+    return _accept(dest, dest.name, checksum, label=f"{dest} (already exists)", advice=advice)
 
 
 def _install_offline(source: Path, dest: Path, checksum: Checksum | None) -> str:
     """Verify an archive supplied by hand and link (or copy) it to `dest` atomically; return its sha256."""
-    label, advice = f"{source} (from download.dir)", "replace it with the published file."
-    check_content(source, dest.name, label=label, advice=advice)
-    sha256 = verify_checksum(source, checksum, label=label, advice=advice)
+    sha256 = _accept(source, dest.name, checksum, label=f"{source} (from download.dir)", advice="replace it with the published file.")
     with atomic_path(dest) as tmp:
         tmp.unlink()
         try:

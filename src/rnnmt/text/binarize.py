@@ -9,10 +9,11 @@ from typing import Any
 
 import torch
 
+from rnnmt import tensorfile
 from rnnmt.data.corpus import check_parallel
 from rnnmt.fileio import iter_lines
 from rnnmt.errors import UserError
-from rnnmt.fileio import atomic_path, sha256_file
+from rnnmt.fileio import sha256_file
 from rnnmt.text.bpe import BpeSegmenter
 from rnnmt.text.vocab import Vocab
 
@@ -75,16 +76,14 @@ class ParallelData:
         return ParallelData(src_ids, src_offsets, tgt_ids, tgt_offsets, dict(self.meta))
 
     def save(self, path: Path) -> None:
-        """Write the data with torch.save, atomically."""
+        """Write the data with torch.save, atomically (no digest: its sha256 is part of the training fingerprint)."""
         tensors = {
             "src_ids": self.src_ids,
             "src_offsets": self.src_offsets,
             "tgt_ids": self.tgt_ids,
             "tgt_offsets": self.tgt_offsets,
         }
-        # A file object, not a path: torch then reports a full disk as OSError(ENOSPC), which atomic_path names.
-        with atomic_path(path) as tmp, open(tmp, "wb") as f:
-            torch.save({"format": _FORMAT, **self.meta, **tensors}, f)
+        tensorfile.write(path, {"format": _FORMAT, **self.meta, **tensors})
 
     @classmethod
     def load(cls, path: Path) -> ParallelData:
