@@ -32,35 +32,112 @@ def _need(a: argparse.Namespace, *names: str) -> None:
         raise UserError(f"rnnmt bench {a.what} needs {', '.join(missing)}.")
 
 
+def _ops_per_update(trainer: Any, update: int) -> dict[str, int]:
+    """Operator calls of one update under torch.profiler: every innermost aten op, and those that run a kernel
+    (views, reshapes and allocations excluded); on a GPU each of the latter is about one kernel launch."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        trainer.step(update)
+    leaves = [e.name for e in prof.events() if e.name.startswith("aten::") and not any(c.name.startswith("aten::") for c in e.cpu_children)]
+    return {"aten_ops": len(leaves), "kernel_ops": sum(name.removeprefix("aten::") not in NO_KERNEL for name in leaves)}
+
+
+# Innermost aten ops that only make a view or an empty tensor: no kernel runs.
+NO_KERNEL = frozenset(
+    "alias as_strided detach empty empty_like empty_strided expand lift_fresh narrow new_empty permute reshape "
+    "_reshape_alias resize_ select slice split squeeze t transpose unbind unflatten unsqueeze view _unsafe_view".split()
+)
+
+
+def synthetic_data(lengths: dict[str, float], pairs: int, src_vocab: int, tgt_vocab: int, max_len: int | None, seed: int) -> Any:
+    """Random pairs whose lengths are correlated log-normals (config `bench.lengths`), cut to 1..max_len."""
+    from rnnmt.text.binarize import ParallelData
+    from rnnmt.text.vocab import Vocab
+
+    g = torch.Generator().manual_seed(seed)
+    z_src = torch.randn(pairs, generator=g, dtype=torch.float64)
+    r = lengths["correlation"]
+    z_tgt = r * z_src + (1 - r**2) ** 0.5 * torch.randn(pairs, generator=g, dtype=torch.float64)
+    first = len(Vocab.SPECIALS)
+    sides = []
+    for z, median, vocab in ((z_src, lengths["src_median"], src_vocab), (z_tgt, lengths["tgt_median"], tgt_vocab)):
+        n = (median * torch.exp(lengths["sigma"] * z)).round().clamp(1, max_len or float("inf")).long()
+        offsets = torch.cat([torch.zeros(1, dtype=torch.long), n.cumsum(0)])
+        sides += [torch.randint(first, vocab, (int(offsets[-1]),), generator=g), offsets]
+    return ParallelData(*sides, {"synthetic": True, "src_vocab_size": src_vocab, "tgt_vocab_size": tgt_vocab})
+
+
+def paper_shape(config_path: Path, name: str) -> dict[str, Any]:
+    """System `name` at the `paper` scale, with random data of its vocabulary sizes and its update budget."""
+    from rnnmt import config as rnnmt_config
+    from rnnmt.text.vocab import Vocab
+
+    schema = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+    config = rnnmt_config.load(config_path, schema if schema.exists() else config_path.parent / "workflow" / "schemas" / "config.schema.yaml")
+    if name not in config["systems"]:
+        raise UserError(f"--paper-shape {name}: {config_path} has no such system (known: {', '.join(config['systems'])}).")
+    if "bench" not in config:
+        raise UserError(f"--paper-shape needs the 'bench' section of config.yaml; {config_path} has none.")
+    config["scale"] = "paper"
+    system = rnnmt_config.system_config(config, name)
+    vocab = config["scales"]["paper"]["vocab"]
+    size = vocab.get("pair_sizes", {}).get(system["pair"], vocab["size"])
+    train = system["train"]
+    data = synthetic_data(config["bench"]["lengths"], config["bench"]["synthetic_pairs"], size + len(Vocab.SPECIALS), size + len(Vocab.SPECIALS), train.get("max_len"), system["seed"])
+    words = [f"w{i}" for i in range(size)]
+    budget = train.get("updates")
+    if train.get("epochs") is not None:
+        pairs = config["bench"]["paper_pairs"].get(system["pair"])
+        if pairs is None:
+            raise UserError(f"--paper-shape {name}: its budget is in epochs, but bench.paper_pairs in {config_path} has no '{system['pair']}'.")
+        budget = int(train["epochs"] * -(-pairs // train["batch_size"]))
+    return {"system": system, "data": data, "vocab": Vocab(words, [1] * size), "budget": budget}
+
+
 def bench_train(a: argparse.Namespace, device: torch.device) -> dict[str, Any]:
-    """Time `steps` training updates after a warm-up, on the system's own batches."""
+    """Time `steps` training updates after a warm-up, on the system's own batches or (paper_shape) random ones."""
     from rnnmt.text.binarize import ParallelData
     from rnnmt.text.vocab import Vocab
     from rnnmt.train.loop import Trainer
     from rnnmt.train.run import read_system
 
-    _need(a, "system", "data", "src_vocab", "tgt_vocab")
-    system = read_system(a.system)
+    if a.paper_shape:
+        shape = paper_shape(a.config, a.paper_shape)
+        system, data, src_vocab, tgt_vocab, budget = shape["system"], shape["data"], shape["vocab"], shape["vocab"], shape["budget"]
+    else:
+        _need(a, "system", "data", "src_vocab", "tgt_vocab")
+        system, data, budget = read_system(a.system), ParallelData.load(a.data), None
+        src_vocab, tgt_vocab = Vocab.load(a.src_vocab), Vocab.load(a.tgt_vocab)
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = Trainer(system, ParallelData.load(a.data), {}, Vocab.load(a.src_vocab), Vocab.load(a.tgt_vocab), Path(tmp), device, {})
+        trainer = Trainer(system, data, {}, src_vocab, tgt_vocab, Path(tmp), device, {})
         for u in range(WARMUP):
             trainer.step(u)
         _sync(device)
-        start, tokens, sents = time.perf_counter(), 0, 0
+        start, tokens, sents, positions = time.perf_counter(), 0, 0, 0
         for u in range(WARMUP, WARMUP + a.steps):
             _, n, t = trainer.step(u)
-            sents, tokens = sents + n, tokens + t
+            sents, tokens, positions = sents + n, tokens + t, positions + trainer.stream.batch(u).tgt.numel()
         _sync(device)
-    seconds = time.perf_counter() - start
-    return {
+        seconds = time.perf_counter() - start
+        ops = _ops_per_update(trainer, WARMUP + a.steps)
+    result = {
         "system": system["name"],
+        "data": "random, paper sizes" if a.paper_shape else str(a.data),
         "updates": a.steps,
         "batch_size": system["train"]["batch_size"],
         "seconds": seconds,
         "updates_per_s": a.steps / seconds,
         "target_tokens_per_s": tokens / seconds,
         "sentences_per_s": sents / seconds,
+        "target_tokens_per_update": tokens / a.steps,
+        "batch_fill": tokens / positions,
+        "operator_calls_per_update": ops,
+        "recurrence": trainer.cfg["recurrence"],
     }
+    if budget is not None:
+        result.update({"paper_budget_updates": budget, "projected_hours": budget / (a.steps / seconds) / 3600})
+    return result
 
 
 def bench_translate(a: argparse.Namespace, device: torch.device) -> dict[str, Any]:

@@ -16,6 +16,8 @@ from torch import Tensor, nn
 
 from rnnmt.errors import UserError
 from rnnmt.models.encoders import Encoded
+from rnnmt.models.gru import GroundhogGRU
+from rnnmt.models.recurrence import AttentiveGRULoop
 
 
 class AdditiveAttention(nn.Module):
@@ -39,6 +41,12 @@ class AdditiveAttention(nn.Module):
         alpha = torch.softmax(energy.masked_fill(~enc.mask, float("-inf")), dim=-1)
         return torch.bmm(alpha.unsqueeze(1), enc.annotations).squeeze(1), alpha
 
+    def recurrence(self, gru: GroundhogGRU, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
+        """The decoder's teacher-forced loop with the hand-written backward: queries, contexts, weights (recurrence.py)."""
+        weights = (self.W_a.weight, self.v_a.weight, gru.C_in.weight, gru.U_gates.weight, gru.U_cand.weight, gru.b_cand)
+        queries, contexts, alphas = AttentiveGRULoop.apply(s0, x_proj, keys, enc.annotations, enc.mask, *weights)
+        return queries, contexts, alphas
+
 
 class NoAttention(nn.Module):
     """RNNencdec: the context is the encoder summary c at every step; its 'weight' is 1 on it."""
@@ -53,6 +61,14 @@ class NoAttention(nn.Module):
 
     def forward(self, query: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor]:
         return keys, enc.mask.to(keys.dtype)
+
+    def recurrence(self, gru: GroundhogGRU, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
+        """RNNencdec's loop is a plain GRU scan over W·y_t + C·c (c fixed), from s_0: the states before each word."""
+        steps = x_proj.shape[1]
+        after = gru.scan(x_proj[:, :-1] + gru.project_context(keys).unsqueeze(1), None, h0=s0)
+        queries = torch.cat([s0.unsqueeze(1), after], dim=1)
+        alphas = enc.mask.to(keys.dtype).unsqueeze(1).expand(-1, steps, -1)
+        return queries, keys.unsqueeze(1).expand(-1, steps, -1), alphas
 
 
 class LuongAttention(nn.Module):

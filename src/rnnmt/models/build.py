@@ -49,6 +49,10 @@ class Seq2Seq(nn.Module):
     def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor) -> tuple[Tensor, Tensor]:
         return self.decoder(self.encode(src, src_mask), tgt)
 
+    def features(self, src: Tensor, src_mask: Tensor, tgt: Tensor) -> tuple[Tensor, Tensor]:
+        """The teacher-forced output layer inputs and weights (training: train/nll.py applies the output layer)."""
+        return self.decoder.features(self.encode(src, src_mask), tgt)
+
     def begin(self, src: Tensor, src_mask: Tensor) -> tuple[Context, State]:
         return self.decoder.begin(self.encode(src, src_mask))
 
@@ -151,6 +155,19 @@ def init_luong(model: nn.Module, cfg: dict[str, Any]) -> None:
 
 
 INITIALISERS = {"groundhog": init_groundhog, "uniform": init_uniform, "luong": init_luong}
+
+
+RECURRENCES = ("fused", "plain")
+
+
+def set_recurrence(model: nn.Module, kind: str) -> None:
+    """'fused': the recurrent loops with a hand-written backward (recurrence.py); 'plain': autograd through
+    the step functions (the reference, slower). Both compute the same equations."""
+    if kind not in RECURRENCES:
+        raise UserError(f"train.recurrence is {kind!r}; expected one of {', '.join(RECURRENCES)}.")
+    for module in model.modules():
+        if hasattr(module, "fused"):
+            module.fused = kind == "fused"
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -22,6 +22,7 @@ from rnnmt.models import lstm
 from rnnmt.models.attention import ATTENTIONS, LuongAttention
 from rnnmt.models.encoders import Embedding, Encoded
 from rnnmt.models.gru import GroundhogGRU
+from rnnmt.models.recurrence import LuongFeedLoop
 from rnnmt.text.vocab import Vocab
 
 Context = dict[str, object]  # per sentence: the Encoded source and the attention keys
@@ -66,31 +67,48 @@ class BahdanauDecoder(nn.Module):
     def init_state(self, enc: Encoded) -> Tensor:
         return torch.tanh(self.W_s(enc.summary))
 
-    def readout(self, s: Tensor, e_prev: Tensor, c: Tensor) -> Tensor:
-        """Logits from t̃ = U_o s + V_o E y_prev + C_o c, maxout over adjacent pairs (§1.5)."""
+    @property
+    def output_layer(self) -> nn.Linear:
+        """The last linear map to the vocabulary (the second factor of a low-rank W_o)."""
+        return self.W_o[-1] if isinstance(self.W_o, nn.Sequential) else self.W_o
+
+    def hidden(self, s: Tensor, e_prev: Tensor, c: Tensor) -> Tensor:
+        """t = maxout(U_o s + V_o E y_prev + C_o c) over adjacent pairs (§1.5), through W_o's first factor if low-rank."""
         t = self.U_o(s) + self.V_o(e_prev) + self.C_o(c)
         t = t.unflatten(-1, (self.maxout_units, 2)).amax(dim=-1)
-        return self.W_o(t)
+        return self.W_o[0](t) if isinstance(self.W_o, nn.Sequential) else t
+
+    def readout(self, s: Tensor, e_prev: Tensor, c: Tensor) -> Tensor:
+        """Logits W_o t."""
+        return self.output_layer(self.hidden(s, e_prev, c))
+
+    def features(self, enc: Encoded, tgt: Tensor) -> tuple[Tensor, Tensor]:
+        """Teacher-forced pass over tgt [B, T] (ending in EOS): the output layer's inputs [B, T, F] and α [B, T, S]."""
+        keys = self.attention.prepare(enc)
+        y_emb = self.embed(tgt)
+        recur = self.attention.recurrence if self.gru.fused else self._recurrence
+        queries, contexts, alphas = recur(self.gru, self.init_state(enc), self.gru.project_inputs(y_emb), keys, enc)
+        e_prev = torch.cat([torch.zeros_like(y_emb[:, :1]), y_emb[:, :-1]], dim=1)
+        return self.hidden(queries, e_prev, contexts), alphas
 
     def forward(self, enc: Encoded, tgt: Tensor) -> tuple[Tensor, Tensor]:
-        """Teacher-forced pass over tgt [B, T] (ending in EOS); returns logits [B, T, V], α [B, T, S]."""
-        keys = self.attention.prepare(enc)
-        s = self.init_state(enc)
-        y_emb = self.embed(tgt)
-        x_proj = self.gru.project_inputs(y_emb)
+        """Logits [B, T, V] and α [B, T, S] of the teacher-forced pass."""
+        hidden, alphas = self.features(enc, tgt)
+        return self.output_layer(hidden), alphas
+
+    def _recurrence(self, gru: GroundhogGRU, s: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
+        """The plain loop over `step` (what the attention's fused `recurrence` computes): queries, contexts, weights."""
         # RNNencdec's context is the same at every step, so its projection C·c is hoisted out of the loop.
-        fixed_c_proj = self.gru.project_context(keys) if self.attention.static else None
+        fixed_c_proj = gru.project_context(keys) if self.attention.static else None
         states, contexts, alphas = [], [], []
-        for t in range(tgt.shape[1]):
+        for t in range(x_proj.shape[1]):
             c, alpha = self.attention(s, keys, enc)
             states.append(s)
             contexts.append(c)
             alphas.append(alpha)
-            c_proj = fixed_c_proj if fixed_c_proj is not None else self.gru.project_context(c)
-            s = self.gru.step(x_proj[:, t] + c_proj, s)
-        e_prev = torch.cat([torch.zeros_like(y_emb[:, :1]), y_emb[:, :-1]], dim=1)
-        logits = self.readout(torch.stack(states, 1), e_prev, torch.stack(contexts, 1))
-        return logits, torch.stack(alphas, 1)
+            c_proj = fixed_c_proj if fixed_c_proj is not None else gru.project_context(c)
+            s = gru.step(x_proj[:, t] + c_proj, s)
+        return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(alphas, 1)
 
     def begin(self, enc: Encoded) -> tuple[Context, State]:
         """The search context and the state before the first word (s_0, no previous word)."""
@@ -110,7 +128,13 @@ class BahdanauDecoder(nn.Module):
 
 
 class LuongDecoder(nn.Module):
-    """Stacked LSTM decoder with global/local attention, attentional states and optional input feeding."""
+    """Stacked LSTM decoder with global/local attention, attentional states and optional input feeding.
+
+    `fused` (the default) trains input feeding with the hand-written backward of recurrence.py; False runs
+    autograd through `lstm.step` (the reference the tests compare with).
+    """
+
+    fused = True
 
     def __init__(
         self,
@@ -158,16 +182,26 @@ class LuongDecoder(nn.Module):
     def _context(self, enc: Encoded) -> Context:
         return {"enc": enc, "keys": self.attention.prepare(enc) if self.attention is not None else None}
 
+    @property
+    def output_layer(self) -> nn.Linear:
+        return self.W_s
+
     def forward(self, enc: Encoded, tgt: Tensor) -> tuple[Tensor, Tensor]:
-        """Teacher-forced pass over tgt [B, T] (ending in EOS); returns logits [B, T, V], weights [B, T, S]."""
+        """Logits [B, T, V] and weights [B, T, S] of the teacher-forced pass."""
+        h_tilde, alphas = self.features(enc, tgt)
+        return self.W_s(h_tilde), alphas
+
+    def features(self, enc: Encoded, tgt: Tensor) -> tuple[Tensor, Tensor]:
+        """Teacher-forced pass over tgt [B, T] (ending in EOS): the attentional states h̃ [B, T, H] and weights [B, T, S]."""
         ctx = self._context(enc)
         words = torch.cat([torch.full_like(tgt[:, :1], Vocab.BOS), tgt[:, :-1]], dim=1)
         steps = torch.arange(tgt.shape[1], device=tgt.device)
         state = lstm.unpack_state(enc.summary)
         if not self.feed_input and self.state_clip is None:
             h, _ = self.lstm(self._inputs(words, None), state)
-            h_tilde, alpha = self.attend(h, ctx, steps)
-            return self.W_s(h_tilde), alpha
+            return self.attend(h, ctx, steps)
+        if self.fused and self.feed_input and self.attention is not None:
+            return self._feed_loop(ctx, words, steps, state)
         h_tilde = enc.annotations.new_zeros(tgt.shape[0], self.hidden)
         outputs, alphas = [], []
         for t in range(tgt.shape[1]):
@@ -176,7 +210,39 @@ class LuongDecoder(nn.Module):
             h_tilde = h_tilde.squeeze(1)
             outputs.append(h_tilde)
             alphas.append(alpha)
-        return self.W_s(torch.stack(outputs, 1)), torch.cat(alphas, 1)
+        return torch.stack(outputs, 1), torch.cat(alphas, 1)
+
+    def _feed_loop(self, ctx: Context, words: Tensor, steps: Tensor, state: lstm.State) -> tuple[Tensor, Tensor]:
+        """The input-feeding loop with the hand-written backward (recurrence.LuongFeedLoop): h̃ [B, T, H], weights [B, T, S]."""
+        enc, net, emb = ctx["enc"], self.lstm, self.embed.weight.shape[1]
+        batch, steps_n, layers = words.shape[0], words.shape[1], net.num_layers
+        bias = [getattr(net, f"bias_ih_l{k}") + getattr(net, f"bias_hh_l{k}") if net.bias else None for k in range(layers)]
+        # Dropout on [E y; h̃] is dropout on each part: the embeddings' here, h̃'s in the loop.
+        x1 = nn.functional.linear(self.drop(self.embed(words)), net.weight_ih_l0[:, :emb], bias[0])
+        tensors: list[Tensor | None] = []
+        for k in range(layers):
+            w_ih = net.weight_ih_l0[:, emb:] if k == 0 else getattr(net, f"weight_ih_l{k}")
+            tensors += [w_ih, getattr(net, f"weight_hh_l{k}"), bias[k] if k > 0 else None]
+        params = list(self.attention.parameters())
+        tensors += [self.W_c.weight[:, : self.hidden], self.W_c.weight[:, self.hidden :], self.W_c.bias, ctx["keys"], enc.annotations, *params]
+
+        def attend(h: Tensor, keys: Tensor, annotations: Tensor, t: int) -> tuple[Tensor, Tensor]:
+            c, alpha = self.attention(h.unsqueeze(1), keys, Encoded(annotations, enc.mask, enc.summary), steps[t : t + 1])
+            return c.squeeze(1), alpha.squeeze(1)
+
+        shape = (steps_n, batch, self.hidden)
+        spec = {
+            "layers": layers, "clip": self.state_clip, "attend": attend, "params": params,
+            "feed_mask": self._dropout_mask(shape, self.drop.p, x1),
+            "layer_masks": self._dropout_mask((layers - 1, *shape), net.dropout, x1) if layers > 1 else None,
+        }  # fmt: skip
+        return LuongFeedLoop.apply(spec, x1, *state, *tensors)
+
+    def _dropout_mask(self, shape: tuple[int, ...], p: float, like: Tensor) -> Tensor | None:
+        """Inverted-dropout multipliers (0 or 1/(1 − p)) while training with p > 0, else None."""
+        if not self.training or p == 0:
+            return None
+        return like.new_empty(shape).bernoulli_(1 - p).div_(1 - p)
 
     def _step(self, lstm_state: Tensor, words: Tensor, h_tilde: Tensor) -> State:
         """Consume words [N] (with h̃_{t−1}) from a batch-first state [N, 2, layers, H]."""

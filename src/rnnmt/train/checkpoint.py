@@ -13,8 +13,9 @@ from rnnmt import tensorfile
 
 # 2: one self-contained file (the best weights of early stopping inside), with a digest.
 FORMAT = "rnnmt-checkpoint/2"
-# Keys that only say how long or how verbosely to train: changing them must not discard progress.
-_BUDGET_KEYS = ("updates", "epochs", "patience", "valid_every", "log_every", "checkpoint_every")
+# Keys that only say how long, how verbosely or by which code path (same equations) to train: changing
+# them must not discard progress.
+_BUDGET_KEYS = ("updates", "epochs", "patience", "valid_every", "log_every", "checkpoint_every", "recurrence")
 
 
 def fingerprint(system: dict[str, Any], data_sha256: dict[str, str]) -> str:

@@ -14,13 +14,14 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from rnnmt.errors import UserError
-from rnnmt.models.build import Seq2Seq, build_model, count_parameters
+from rnnmt.models.build import Seq2Seq, build_model, count_parameters, set_recurrence
 from rnnmt.runtime import format_duration, log
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train import checkpoint, distributed
 from rnnmt.train.batching import Batch, BatchStream, SourceFormat, eval_batches
 from rnnmt.train.distributed import World
+from rnnmt.train.nll import SentenceNLL
 from rnnmt.train.optim import build_optimizer, clip_gradients, learning_rate
 
 
@@ -34,6 +35,7 @@ TRAIN_DEFAULTS = {
     "max_len": None,
     "patience": None,
     "sort_k_batches": 20,
+    "recurrence": "fused",
 }
 
 
@@ -81,11 +83,9 @@ class TrainState:
     history: list[dict[str, float]] = field(default_factory=list)
 
 
-def sentence_nll(model: Seq2Seq, batch: Batch) -> torch.Tensor:
-    """Summed token NLL per sentence [B] (nats)."""
-    logits, _ = model(batch.src, batch.src_mask, batch.tgt)
-    nll = nn.functional.cross_entropy(logits.transpose(1, 2).float(), batch.tgt, reduction="none")
-    return (nll * batch.tgt_mask).sum(dim=1)
+def sentence_nll(objective: nn.Module, batch: Batch) -> torch.Tensor:
+    """Summed token NLL per sentence [B] (nats), from a `SentenceNLL` (or its DDP wrapper)."""
+    return objective(batch.src, batch.src_mask, batch.tgt, batch.tgt_mask)
 
 
 @torch.no_grad()
@@ -93,10 +93,11 @@ def heldout_cost(model: Seq2Seq, data: ParallelData, device: torch.device, sourc
     """The summed NLL averaged over sentences ('nll': Bahdanau Table 2's Dev NLL) and the per-word
     perplexity, EOS counted ('ppl': Luong's Tables 1 and 4)."""
     model.eval()
+    objective = SentenceNLL(model)
     total, tokens = 0.0, 0
     for b in eval_batches(data, batch_size, source):
         b = b.to(device)
-        total += float(sentence_nll(model, b).sum())
+        total += float(sentence_nll(objective, b).sum())
         tokens += b.target_tokens
     model.train()
     return {"nll": total / len(data), "ppl": math.exp(total / max(tokens, 1))}
@@ -140,10 +141,11 @@ class Trainer:
         self.data_sha256 = data_sha256
         torch.manual_seed(system["seed"])
         self.model = build_model(system["model"], len(src_vocab), len(tgt_vocab)).to(device)
+        set_recurrence(self.model, self.cfg["recurrence"])
         self.params = list(self.model.parameters())
         distributed.start(world, device, self.cfg["batch_size"])
         # DDP averages the processes' gradients during backward (see distributed.py for the loss scaling).
-        self.forward_model = DistributedDataParallel(self.model) if world.parallel else self.model
+        self.objective = DistributedDataParallel(SentenceNLL(self.model)) if world.parallel else SentenceNLL(self.model)
         # Luong's gradient norm leaves out the embeddings ("historical reason", §4.5); all are rescaled.
         self.norm_params = [p for name, p in self.model.named_parameters() if self.cfg["clip_embeddings"] or ".embed." not in name]
         self.optimizer = build_optimizer(self.params, self.cfg["optimizer"])
@@ -196,7 +198,7 @@ class Trainer:
         lr = learning_rate(self.cfg["optimizer"], self.cfg["lr_decay"], int(self.stream.epochs(update)))
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        per_sentence = sentence_nll(self.forward_model, distributed.shard(batch, self.world).to(self.device))
+        per_sentence = sentence_nll(self.objective, distributed.shard(batch, self.world).to(self.device))
         self.optimizer.zero_grad(set_to_none=True)
         (_loss(per_sentence, batch, self.cfg["loss"]) * self.world.size).backward()
         clip_gradients(self.params, self.cfg["clip_norm"], self.norm_params)

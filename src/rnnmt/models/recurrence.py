@@ -1,0 +1,313 @@
+"""The decoders' recurrent loops and GroundHog's GRU scan, with a hand-written backward (the `fused` path).
+
+Autograd through a Python loop records a dozen small operations per time step and, in the backward pass,
+computes every weight gradient as one small matrix product per step. These functions run the same
+equations (gru.py, attention.py, decoders.py; GroundHog's `RecurrentLayer.step_fprop` in
+groundhog/layers/rec_layers.py and `RecurrentLayerWithSearch.step_fprop` in experiments/nmt/encdec.py,
+paper-spec §1.2–1.4; Luong's below) with preallocated buffers,
+keep what the backward pass needs, and compute the weight gradients of all steps as one matrix product
+each after the loop. `GroundhogGRU.scan`, `BahdanauDecoder.features` and (with input feeding)
+`LuongDecoder.features` use them unless the model is set to the plain path (`train.recurrence: plain`),
+which autograd differentiates step by step and which the tests compare them with.
+
+Notation (per step, rows = batch): gates g = σ(x_zr + U_zr h), z = g[:H], r = g[H:]; candidate
+h̃ = tanh(x_h + b + U (r ∘ h)); h' = h + m ∘ z ∘ (h̃ − h), m = 1 on real positions (0 carries h over).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.autograd.function import once_differentiable
+
+
+def _gru_forward(x: Tensor, h: Tensor, U_gates: Tensor, U_cand: Tensor, gates: Tensor, rh: Tensor, cand: Tensor, keep: Tensor | None, out: Tensor) -> None:
+    """One GRU step into preallocated rows: x = [x_zr, x_h + b] [B, 3H]; writes gates, r∘h, h̃ and h'."""
+    H = h.shape[1]
+    torch.addmm(x[:, : 2 * H], h, U_gates.t(), out=gates).sigmoid_()
+    torch.mul(gates[:, H:], h, out=rh)
+    torch.addmm(x[:, 2 * H :], rh, U_cand.t(), out=cand).tanh_()
+    step = (cand - h).mul_(gates[:, :H])
+    if keep is not None:
+        step.mul_(keep)
+    torch.add(h, step, out=out)
+
+
+def _gru_backward(dh: Tensor, h: Tensor, U_gates: Tensor, U_cand: Tensor, gates: Tensor, cand: Tensor, keep: Tensor | None, dx: Tensor) -> Tensor:
+    """The gradient of one step: writes d(pre-activations) [B, 3H] into dx, returns dL/dh (previous state)."""
+    H = h.shape[1]
+    z, r = gates[:, :H], gates[:, H:]
+    dstep = dh * keep if keep is not None else dh
+    # dh̃ pre-activation: dstep ∘ z ∘ (1 − h̃²)
+    torch.ops.aten.tanh_backward.grad_input(dstep * z, cand, grad_input=dx[:, 2 * H :])
+    drh = torch.mm(dx[:, 2 * H :], U_cand)
+    torch.ops.aten.sigmoid_backward.grad_input(dstep * (cand - h), z, grad_input=dx[:, :H])
+    torch.ops.aten.sigmoid_backward.grad_input(drh * h, r, grad_input=dx[:, H : 2 * H])
+    dh_prev = torch.addmm(dh, dx[:, : 2 * H], U_gates)
+    dh_prev.addcmul_(drh, r).sub_(dstep * z)
+    return dh_prev
+
+
+def _gru_weight_grads(dx: Tensor, h_prev: Tensor, rh: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """dU_zr, dU and db over all steps at once: dx [T, B, 3H], h_prev and r∘h [T, B, H]."""
+    H = h_prev.shape[-1]
+    flat = dx.reshape(-1, 3 * H)
+    return flat[:, : 2 * H].t() @ h_prev.reshape(-1, H), flat[:, 2 * H :].t() @ rh.reshape(-1, H), flat[:, 2 * H :].sum(0)
+
+
+class GRUScan(torch.autograd.Function):
+    """States [B, T, H] of a GRU over projected inputs x [B, T, 3H] from h0 [B, H], left to right or (reverse)
+    right to left; masked steps (mask [B, T] False) carry the state over."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, h0: Tensor, mask: Tensor | None, reverse: bool, U_gates: Tensor, U_cand: Tensor, b_cand: Tensor) -> Tensor:
+        B, T, H3 = x.shape
+        H = H3 // 3
+        xs = x.transpose(0, 1).clone()  # [T, B, 3H], with the candidate's bias added once
+        xs[..., 2 * H :] += b_cand
+        keep = mask.t().unsqueeze(-1).to(x.dtype) if mask is not None else None
+        # Slot t + 1 (left to right) or t (right to left) holds the state after position t; h0 is the other end.
+        states = x.new_empty(T + 1, B, H)
+        states[T if reverse else 0] = h0
+        gates, rh, cand = x.new_empty(T, B, 2 * H), x.new_empty(T, B, H), x.new_empty(T, B, H)
+        for t in range(T - 1, -1, -1) if reverse else range(T):
+            prev, new = (t + 1, t) if reverse else (t, t + 1)
+            _gru_forward(xs[t], states[prev], U_gates, U_cand, gates[t], rh[t], cand[t], keep[t] if keep is not None else None, states[new])
+        ctx.reverse = reverse
+        ctx.save_for_backward(states, gates, rh, cand, keep, U_gates, U_cand)
+        return (states[:-1] if reverse else states[1:]).transpose(0, 1)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        states, gates, rh, cand, keep, U_gates, U_cand = ctx.saved_tensors
+        T, B, H = cand.shape
+        reverse = ctx.reverse
+        grad = grad.transpose(0, 1)
+        previous = states[1:] if reverse else states[:-1]  # the state each position starts from
+        dx = grad.new_empty(T, B, 3 * H)
+        dh = grad.new_zeros(B, H)
+        for t in range(T) if reverse else range(T - 1, -1, -1):
+            dh = _gru_backward(dh + grad[t], previous[t], U_gates, U_cand, gates[t], cand[t], keep[t] if keep is not None else None, dx[t])
+        dU_gates, dU_cand, db = _gru_weight_grads(dx, previous, rh)
+        return dx.transpose(0, 1), dh, None, None, dU_gates, dU_cand, db
+
+
+class AttentiveGRULoop(torch.autograd.Function):
+    """Bahdanau's teacher-forced decoder recurrence with additive attention (decoders.py, §1.3–1.4).
+
+    For t = 1..T: c_t, α_t = attention(s_{t−1}); s_t = GRU(x_t + C c_t, s_{t−1}). Returns the queries
+    s_{t−1} [B, T, H], the contexts c_t [B, T, C] and the weights α_t [B, T, S]; the state after the last
+    word is not needed (nothing reads it), so the last GRU step is not run.
+    """
+
+    @staticmethod
+    def forward(
+        ctx: Any, s0: Tensor, x: Tensor, keys: Tensor, annotations: Tensor, mask: Tensor,
+        W_a: Tensor, v_a: Tensor, C_in: Tensor, U_gates: Tensor, U_cand: Tensor, b_cand: Tensor,
+    ) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
+        B, T, H3 = x.shape
+        H, S, A = H3 // 3, keys.shape[1], keys.shape[2]
+        xs = x.transpose(0, 1).clone()
+        xs[..., 2 * H :] += b_cand
+        blocked = ~mask
+        states = x.new_empty(T, B, H)
+        states[0] = s0
+        contexts = x.new_empty(T, B, annotations.shape[2])
+        tanh = x.new_empty(T, B, S, A)
+        alphas = x.new_empty(T, B, S)
+        gates, rh, cand = x.new_empty(T, B, 2 * H), x.new_empty(T, B, H), x.new_empty(T, B, H)
+        v = v_a.reshape(A, 1)
+        for t in range(T):
+            torch.add(keys, torch.mm(states[t], W_a.t()).unsqueeze(1), out=tanh[t]).tanh_()
+            energy = torch.mm(tanh[t].view(B * S, A), v).view(B, S).masked_fill_(blocked, float("-inf"))
+            torch.ops.aten._softmax.out(energy, -1, False, out=alphas[t])
+            torch.bmm(alphas[t].unsqueeze(1), annotations, out=contexts[t].unsqueeze(1))
+            if t + 1 < T:
+                xs[t].addmm_(contexts[t], C_in.t())
+                _gru_forward(xs[t], states[t], U_gates, U_cand, gates[t], rh[t], cand[t], None, states[t + 1])
+        ctx.save_for_backward(states, contexts, alphas, tanh, gates, rh, cand, annotations, W_a, v_a, C_in, U_gates, U_cand)
+        return states.transpose(0, 1), contexts.transpose(0, 1), alphas.transpose(0, 1)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, d_states: Tensor, d_contexts: Tensor, d_alphas: Tensor | None) -> tuple[Tensor | None, ...]:
+        states, contexts, alphas, tanh, gates, rh, cand, annotations, W_a, v_a, C_in, U_gates, U_cand = ctx.saved_tensors
+        T, B, H = states.shape
+        S, A = tanh.shape[2], tanh.shape[3]
+        d_states, d_contexts = d_states.transpose(0, 1), d_contexts.transpose(0, 1)
+        d_alphas = d_alphas.transpose(0, 1) if d_alphas is not None else None
+        dx = states.new_zeros(T, B, 3 * H)  # the last step has no GRU update: its row stays 0
+        dc_all = states.new_empty(T, B, contexts.shape[2])
+        dq_all = states.new_empty(T, B, A)
+        de_all = states.new_empty(T, B, S)
+        dkeys = states.new_zeros(B, S, A)
+        v = v_a.reshape(A)
+        ds = states.new_zeros(B, H)  # dL/ds_t from the steps after t
+        for t in range(T - 1, -1, -1):
+            dc = d_contexts[t]
+            if t + 1 < T:
+                ds = _gru_backward(ds, states[t], U_gates, U_cand, gates[t], cand[t], None, dx[t])
+                dc = torch.addmm(dc, dx[t], C_in)
+            dc_all[t] = dc
+            alpha = alphas[t]
+            dalpha = torch.bmm(annotations, dc.unsqueeze(2)).squeeze(2)
+            if d_alphas is not None:
+                dalpha = dalpha + d_alphas[t]
+            torch.ops.aten._softmax_backward_data.out(dalpha, alpha, -1, alpha.dtype, grad_input=de_all[t])
+            dpre = torch.ops.aten.tanh_backward(de_all[t].unsqueeze(2) * v, tanh[t])
+            dkeys += dpre
+            torch.sum(dpre, dim=1, out=dq_all[t])
+            ds = torch.addmm(ds + d_states[t], dq_all[t], W_a)
+        flat_states = states.reshape(-1, H)
+        dW_a = dq_all.reshape(-1, A).t() @ flat_states
+        dv = (de_all.reshape(1, -1) @ tanh.reshape(-1, A)).reshape(v_a.shape)
+        dC_in = dx.reshape(-1, 3 * H).t() @ contexts.reshape(-1, contexts.shape[2])
+        d_annotations = torch.bmm(alphas.permute(1, 2, 0), dc_all.transpose(0, 1))
+        # The GRU ran T − 1 steps, from states[0..T−2].
+        dU_gates, dU_cand, db = _gru_weight_grads(dx[:-1], states[:-1], rh[:-1])
+        return ds, dx.transpose(0, 1), dkeys, d_annotations, None, dW_a, dv, dC_in, dU_gates, dU_cand, db
+
+
+def _lstm_cell(gates: Tensor, c: Tensor, c_new: Tensor, tanh_c: Tensor, h_new: Tensor) -> None:
+    """Activate pre-activations [B, 4H] in place (torch's order i, f, g, o); write c' = f∘c + i∘g, tanh(c') and h' = o∘tanh(c')."""
+    H = c.shape[1]
+    gates[:, : 2 * H].sigmoid_()
+    gates[:, 2 * H : 3 * H].tanh_()
+    gates[:, 3 * H :].sigmoid_()
+    torch.mul(gates[:, H : 2 * H], c, out=c_new).addcmul_(gates[:, :H], gates[:, 2 * H : 3 * H])
+    torch.tanh(c_new, out=tanh_c)
+    torch.mul(gates[:, 3 * H :], tanh_c, out=h_new)
+
+
+def _lstm_cell_backward(dh: Tensor, dc: Tensor, gates: Tensor, c_prev: Tensor, tanh_c: Tensor, d_gates: Tensor) -> Tensor:
+    """The gradient of `_lstm_cell`: writes d(pre-activations) into d_gates, returns dL/dc (previous cell)."""
+    H = c_prev.shape[1]
+    i, f, g, o = gates[:, :H], gates[:, H : 2 * H], gates[:, 2 * H : 3 * H], gates[:, 3 * H :]
+    dc = dc + torch.ops.aten.tanh_backward(dh * o, tanh_c)
+    torch.ops.aten.sigmoid_backward.grad_input(dc * g, i, grad_input=d_gates[:, :H])
+    torch.ops.aten.sigmoid_backward.grad_input(dc * c_prev, f, grad_input=d_gates[:, H : 2 * H])
+    torch.ops.aten.tanh_backward.grad_input(dc * i, g, grad_input=d_gates[:, 2 * H : 3 * H])
+    torch.ops.aten.sigmoid_backward.grad_input(dh * tanh_c, o, grad_input=d_gates[:, 3 * H :])
+    return dc * f
+
+
+class LuongFeedLoop(torch.autograd.Function):
+    """Luong's teacher-forced decoder with input feeding (decoders.py, §4.1–4.3): for t = 1..T the stacked
+    LSTM consumes [E y_{t−1}; h̃_{t−1}], the top state h_t queries the attention, h̃_t = tanh(W_c [c_t; h_t]).
+
+    nmt.matlab's `lstmUnit.m` and `attnLayerForward.m` compute the same: torch's LSTM gate order (i, f, g, o),
+    c_t = f∘c + i∘g, h_t = o∘tanh(c_t); with `clip` the carried cell is clipped to ±clip after computing h_t.
+    The embedding part of layer 1's input, E y W_e (+ biases), is projected for all steps outside the loop
+    (`x1`); dropout masks (scaled by 1/(1 − p), or None) apply to the fed-back h̃ and between the layers.
+    The attention (any of attention.py's Luong kinds) is `attend(h [B, H], keys, annotations, t) ->
+    (c [B, H], α [B, S])`; its backward is autograd's, recomputed per step in the backward pass. `attend`
+    reads the attention's parameters from its module; they are also passed as inputs (and listed in
+    spec["params"]) only so that autograd hands their gradients on.
+
+    Tensors (after `spec`): x1 [B, T, 4H], h0 and c0 [L, B, H], then per layer W_ih (layer 1: the h̃
+    columns), W_hh, bias (layers 2..L; None for layer 1 and without biases), then W_c's context and
+    state halves and its bias, the keys and annotations, then the attention's own parameters.
+    Returns h̃ [B, T, H] and α [B, T, S].
+    """
+
+    @staticmethod
+    def forward(ctx: Any, spec: dict[str, Any], x1: Tensor, h0: Tensor, c0: Tensor, *tensors: Tensor | None) -> tuple[Tensor, Tensor]:
+        L, clip, attend = spec["layers"], spec["clip"], spec["attend"]
+        feed_mask, layer_masks = spec["feed_mask"], spec["layer_masks"]
+        W_ih, W_hh, bias = tensors[0 : 3 * L : 3], tensors[1 : 3 * L : 3], tensors[2 : 3 * L : 3]
+        Wc_c, Wc_h, b_c, keys, annotations = tensors[3 * L : 3 * L + 5]
+        B, T, H4 = x1.shape
+        H = H4 // 4
+        h = x1.new_empty(L, T + 1, B, H)  # h[l, t]: layer l's state before step t
+        c = x1.new_empty(L, T + 1, B, H)  # the carried (clipped) cell
+        h[:, 0], c[:, 0] = h0, c0
+        gates = x1.new_empty(L, T, B, 4 * H)
+        c_raw, tanh_c = x1.new_empty(L, T, B, H), x1.new_empty(L, T, B, H)
+        inputs = x1.new_empty(L, T, B, H)  # what layer l reads besides its own state (layer 1: the fed h̃, masked)
+        h_tilde = x1.new_zeros(T + 1, B, H)  # h_tilde[t + 1] = h̃_t; h̃_0 = 0
+        contexts = x1.new_empty(T, B, H)
+        alphas = x1.new_empty(T, B, annotations.shape[1])
+        for t in range(T):
+            for layer in range(L):
+                source, drop = (h_tilde[t], feed_mask) if layer == 0 else (h[layer - 1, t + 1], layer_masks)
+                if drop is not None:
+                    torch.mul(source, drop[t] if layer == 0 else drop[layer - 1, t], out=inputs[layer, t])
+                else:
+                    inputs[layer, t] = source
+                if layer == 0:
+                    pre = torch.addmm(x1[:, t], inputs[0, t], W_ih[0].t(), out=gates[0, t])
+                else:
+                    pre = torch.mm(inputs[layer, t], W_ih[layer].t(), out=gates[layer, t])
+                    if bias[layer] is not None:
+                        pre += bias[layer]
+                pre.addmm_(h[layer, t], W_hh[layer].t())
+                _lstm_cell(pre, c[layer, t], c_raw[layer, t], tanh_c[layer, t], h[layer, t + 1])
+                c[layer, t + 1] = c_raw[layer, t].clamp(-clip, clip) if clip is not None else c_raw[layer, t]
+            top = h[L - 1, t + 1]
+            context, alpha = attend(top, keys, annotations, t)
+            contexts[t], alphas[t] = context, alpha
+            pre = torch.mm(contexts[t], Wc_c.t()) if b_c is None else torch.addmm(b_c, contexts[t], Wc_c.t())
+            torch.tanh(pre.addmm_(top, Wc_h.t()), out=h_tilde[t + 1])
+        ctx.spec = spec
+        ctx.save_for_backward(x1, h, c, gates, c_raw, tanh_c, inputs, h_tilde, contexts, *tensors)
+        return h_tilde[1:].transpose(0, 1), alphas.transpose(0, 1)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, d_h_tilde: Tensor, d_alphas: Tensor | None) -> tuple[Tensor | None, ...]:
+        spec = ctx.spec
+        L, clip, attend, params = spec["layers"], spec["clip"], spec["attend"], spec["params"]
+        feed_mask, layer_masks = spec["feed_mask"], spec["layer_masks"]
+        x1, h, c, gates, c_raw, tanh_c, inputs, h_tilde, contexts, *tensors = ctx.saved_tensors
+        W_ih, W_hh, bias = tensors[0 : 3 * L : 3], tensors[1 : 3 * L : 3], tensors[2 : 3 * L : 3]
+        Wc_c, Wc_h, b_c, keys, annotations = tensors[3 * L : 3 * L + 5]
+        T, B, H = contexts.shape
+        d_h_tilde = d_h_tilde.transpose(0, 1)
+        d_alphas = d_alphas.transpose(0, 1) if d_alphas is not None else None
+        d_gates = x1.new_empty(L, T, B, 4 * H)
+        d_pre_c = x1.new_empty(T, B, H)  # d(W_c [c; h] + b)
+        d_keys, d_annotations = torch.zeros_like(keys), torch.zeros_like(annotations)
+        d_params = [torch.zeros_like(p) for p in params]
+        dh = [x1.new_zeros(B, H) for _ in range(L)]  # dL/dh[l, t + 1] from step t + 1
+        dc = [x1.new_zeros(B, H) for _ in range(L)]  # dL/dc[l, t + 1] (carried) from step t + 1
+        d_fed = x1.new_zeros(B, H)  # dL/dh̃_t from step t + 1's input
+        for t in range(T - 1, -1, -1):
+            torch.ops.aten.tanh_backward.grad_input(d_h_tilde[t] + d_fed, h_tilde[t + 1], grad_input=d_pre_c[t])
+            top = h[L - 1, t + 1]
+            with torch.enable_grad():
+                leaves = [top.detach().requires_grad_(), keys.detach().requires_grad_(), annotations.detach().requires_grad_()]
+                context, alpha = attend(*leaves, t)
+                outputs, grads = [context], [d_pre_c[t] @ Wc_c]
+                if d_alphas is not None:
+                    outputs.append(alpha)
+                    grads.append(d_alphas[t])
+                found = torch.autograd.grad(outputs, leaves + list(params), grads, allow_unused=True)
+            d_top = torch.addmm(found[0], d_pre_c[t], Wc_h)
+            d_keys += found[1] if found[1] is not None else 0
+            d_annotations += found[2] if found[2] is not None else 0
+            for acc, g in zip(d_params, found[3:]):
+                if g is not None:
+                    acc += g
+            d_below = d_top
+            for layer in range(L - 1, -1, -1):
+                d_out = dh[layer] + d_below
+                if clip is not None:
+                    dc[layer] = dc[layer] * (c_raw[layer, t].abs() <= clip)
+                dc[layer] = _lstm_cell_backward(d_out, dc[layer], gates[layer, t], c[layer, t], tanh_c[layer, t], d_gates[layer, t])
+                dh[layer] = torch.mm(d_gates[layer, t], W_hh[layer])
+                d_in = torch.mm(d_gates[layer, t], W_ih[layer])
+                if layer == 0:
+                    d_fed = d_in * feed_mask[t] if feed_mask is not None else d_in
+                else:
+                    d_below = d_in * layer_masks[layer - 1, t] if layer_masks is not None else d_in
+        grads: list[Tensor | None] = []
+        for layer in range(L):
+            flat = d_gates[layer].reshape(-1, 4 * H)
+            grads += [flat.t() @ inputs[layer].reshape(-1, H), flat.t() @ h[layer, :-1].reshape(-1, H), flat.sum(0) if bias[layer] is not None else None]
+        flat_pre = d_pre_c.reshape(-1, H)
+        grads += [flat_pre.t() @ contexts.reshape(-1, H), flat_pre.t() @ h[L - 1, 1:].reshape(-1, H), flat_pre.sum(0) if b_c is not None else None]
+        grads += [d_keys, d_annotations, *d_params]
+        return (None, d_gates[0].transpose(0, 1), torch.stack(dh), torch.stack(dc), *grads)

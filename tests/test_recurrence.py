@@ -1,0 +1,169 @@
+"""The fused recurrent loops and the fused output NLL compute what autograd through the plain step
+functions computes: values and gradients in float64, and five training updates in float32."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+from torch.autograd import gradcheck
+
+from rnnmt.models.build import build_model, set_recurrence
+from rnnmt.models.recurrence import AttentiveGRULoop, GRUScan, LuongFeedLoop
+from rnnmt.text.binarize import ParallelData
+from rnnmt.text.vocab import Vocab
+from rnnmt.train.batching import SourceFormat
+from rnnmt.train.loop import Trainer
+from rnnmt.train.nll import OutputNLL, output_nll
+
+from conftest import tiny_luong_config, tiny_model_config, tiny_system
+
+F64 = torch.float64
+
+
+def rand(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape, dtype=F64, requires_grad=True)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_gru_scan_gradients(reverse):
+    torch.manual_seed(0)
+    B, T, H = 3, 5, 4
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]], dtype=torch.bool)
+    inputs = (rand(B, T, 3 * H), rand(B, H), rand(2 * H, H), rand(H, H), rand(H))
+    assert gradcheck(lambda x, h0, ug, uc, b: GRUScan.apply(x, h0, mask, reverse, ug, uc, b), inputs)
+
+
+def test_attentive_gru_loop_gradients():
+    """Queries, contexts and weights all carry gradient; padded source positions get none."""
+    torch.manual_seed(0)
+    B, T, H, S, A, C = 3, 4, 4, 4, 5, 6
+    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]], dtype=torch.bool)
+    inputs = (rand(B, H), rand(B, T, 3 * H), rand(B, S, A), rand(B, S, C), rand(A, H), rand(1, A), rand(3 * H, C), rand(2 * H, H), rand(H, H), rand(H))
+
+    def loop(s0, x, keys, ann, *weights):
+        return AttentiveGRULoop.apply(s0, x, keys, ann, mask, *weights)
+
+    assert gradcheck(loop, inputs)
+
+
+def test_luong_feed_loop_gradients_with_dropout_and_clipping():
+    """The hand-written backward, dropout masks and a binding cell clip included, matches finite differences."""
+    torch.manual_seed(0)
+    model = build_model(tiny_luong_config(layers=2, dropout=0.3, state_clip=0.2, init_range=0.8), 20, 22).double().train()
+    dec = model.decoder
+    src, mask = SourceFormat.of(tiny_luong_config()).batch([torch.tensor([5, 6, 7, 8]), torch.tensor([9, 10])])
+    enc = model.encode(src, mask)
+    captured = {}
+    original = LuongFeedLoop.apply
+
+    def capture(spec, *tensors):
+        captured["spec"], captured["tensors"] = spec, tensors
+        captured["out"] = original(spec, *tensors)
+        return captured["out"]
+
+    LuongFeedLoop.apply = capture
+    try:
+        dec.features(enc, torch.tensor([[9, 10, 11, 2], [13, 14, 2, 0]]))
+    finally:
+        LuongFeedLoop.apply = original
+    spec, tensors = captured["spec"], captured["tensors"]
+    assert spec["feed_mask"] is not None and spec["layer_masks"] is not None
+    assert (spec["feed_mask"] == 0).any() and (spec["feed_mask"] > 1).any()
+    cells = captured["out"][0].grad_fn.saved_tensors[4]  # before clipping
+    assert (cells.abs() > 0.2).any()
+    leaves = [t.detach().clone().requires_grad_() if t is not None else None for t in tensors]
+
+    def loop(*flat):
+        it = iter(flat)
+        return LuongFeedLoop.apply(spec, *[next(it) if t is not None else None for t in leaves])
+
+    assert gradcheck(loop, [t for t in leaves if t is not None], atol=1e-6)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_output_nll_is_cross_entropy_with_its_gradient(bias):
+    torch.manual_seed(0)
+    h, weight = rand(7, 5), rand(11, 5)
+    b = rand(11) if bias else None
+    target = torch.randint(0, 11, (7,))
+    logits = h @ weight.t() + (b if bias else 0)
+    reference = torch.nn.functional.cross_entropy(logits, target, reduction="none")
+    got = OutputNLL.apply(h, weight, b, target)
+    assert torch.allclose(got, reference, atol=1e-12)
+    upstream = torch.rand(7, dtype=F64)
+    params = [h, weight, *([b] if bias else [])]
+    expected = torch.autograd.grad(reference, params, upstream)
+    for e, g in zip(expected, torch.autograd.grad(OutputNLL.apply(h, weight, b, target), params, upstream)):
+        assert torch.allclose(e, g, atol=1e-12)
+
+
+def test_output_nll_skips_padding():
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(5, 9).double()
+    hidden = torch.randn(2, 4, 5, dtype=F64)
+    tgt = torch.tensor([[3, 4, 2, 0], [5, 2, 0, 0]])
+    mask = tgt != 0
+    full = torch.nn.functional.cross_entropy(layer(hidden).flatten(0, 1), tgt.flatten(), reduction="none").view(2, 4)
+    assert torch.allclose(output_nll(hidden, layer, tgt, mask), (full * mask).sum(1), atol=1e-12)
+
+
+def both_paths(model: torch.nn.Module, src, src_mask, tgt) -> dict[str, tuple]:
+    """Logits, weights and parameter gradients of a loss that reads both, on the fused and the plain path."""
+    out = {}
+    for kind in ("fused", "plain"):
+        set_recurrence(model, kind)
+        model.zero_grad()
+        logits, alpha = model(src, src_mask, tgt)
+        (logits.logsumexp(-1).sum() + (alpha**2).sum()).backward()
+        out[kind] = (logits.detach(), alpha.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+    return out
+
+
+def assert_paths_agree(out: dict[str, tuple], atol: float) -> None:
+    (fl, fa, fg), (pl, pa, pg) = out["fused"], out["plain"]
+    assert torch.allclose(fl, pl, atol=atol) and torch.allclose(fa, pa, atol=atol)
+    assert fg.keys() == pg.keys()
+    for name in pg:
+        assert torch.allclose(fg[name], pg[name], atol=atol), name
+
+
+@pytest.mark.parametrize("encoder,attention", list(itertools.product(["bigru", "gru"], ["additive", "none"])))
+def test_bahdanau_fused_path_equals_the_plain_path(encoder, attention):
+    torch.manual_seed(0)
+    model = build_model(tiny_model_config(encoder=encoder, attention=attention), 20, 22).double()
+    src = torch.randint(4, 20, (3, 6))
+    src_mask = torch.tensor([[1] * 6, [1] * 4 + [0] * 2, [1] * 2 + [0] * 4], dtype=torch.bool)
+    assert_paths_agree(both_paths(model, src, src_mask, torch.randint(4, 22, (3, 5))), 1e-12)
+
+
+@pytest.mark.parametrize(
+    "kind,score,clip,bias,layers",
+    [("global", "general", None, False, 2), ("global", "dot", 0.3, True, 3), ("global", "concat", None, True, 1),
+     ("global", "location", 0.3, False, 2), ("local-m", "general", None, False, 2), ("local-p", "general", 0.3, True, 2)],
+)  # fmt: skip
+def test_luong_fused_feeding_loop_equals_the_plain_path(kind, score, clip, bias, layers):
+    torch.manual_seed(1)
+    cfg = tiny_luong_config(attention=kind, score=score, state_clip=clip, bias=bias, layers=layers, init_range=0.5)
+    model = build_model(cfg, 20, 22).double()
+    src, src_mask = SourceFormat.of(cfg).batch([torch.tensor([5, 6, 7, 8, 9]), torch.tensor([9, 10]), torch.tensor([11, 12, 13])])
+    tgt = torch.tensor([[9, 10, 11, 12, 2], [13, 14, 2, 0, 0], [4, 5, 6, 2, 0]])
+    assert_paths_agree(both_paths(model, src, src_mask, tgt), 1e-12)
+
+
+@pytest.mark.parametrize("model", [tiny_model_config(), tiny_luong_config()], ids=["rnnsearch", "luong"])
+def test_five_updates_agree_in_float32(tiny_corpus, tmp_path, model):
+    """The fused path trains as the plain path does: parameters within 1e-5 after five Adam updates."""
+    data = ParallelData.load(tiny_corpus["data"])
+    vocabs = Vocab.load(tiny_corpus["src_vocab"]), Vocab.load(tiny_corpus["tgt_vocab"])
+    trained = []
+    for kind in ("fused", "plain"):
+        system = tiny_system(updates=5, recurrence=kind)
+        system["model"] = model
+        trainer = Trainer(system, data, {}, *vocabs, tmp_path / kind, torch.device("cpu"), {})
+        for u in range(5):
+            trainer.step(u)
+        trained.append(dict(trainer.model.named_parameters()))
+    for name, p in trained[0].items():
+        assert torch.allclose(p, trained[1][name], atol=1e-5), name
