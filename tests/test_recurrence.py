@@ -15,7 +15,7 @@ from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train.batching import SourceFormat
 from rnnmt.train.loop import Trainer
-from rnnmt.train.nll import OutputNLL, output_nll
+from rnnmt.train.nll import OutputNLL, Workspace, output_nll
 
 from conftest import tiny_luong_config, tiny_model_config, tiny_system
 
@@ -90,13 +90,22 @@ def test_output_nll_is_cross_entropy_with_its_gradient(bias):
     target = torch.randint(0, 11, (7,))
     logits = h @ weight.t() + (b if bias else 0)
     reference = torch.nn.functional.cross_entropy(logits, target, reduction="none")
-    got = OutputNLL.apply(h, weight, b, target)
+    got = OutputNLL.apply(h, weight, b, target, Workspace())
     assert torch.allclose(got, reference, atol=1e-12)
     upstream = torch.rand(7, dtype=F64)
     params = [h, weight, *([b] if bias else [])]
     expected = torch.autograd.grad(reference, params, upstream)
-    for e, g in zip(expected, torch.autograd.grad(OutputNLL.apply(h, weight, b, target), params, upstream)):
+    for e, g in zip(expected, torch.autograd.grad(got, params, upstream)):
         assert torch.allclose(e, g, atol=1e-12)
+
+
+def test_a_reused_output_workspace_is_an_error_not_a_wrong_gradient():
+    torch.manual_seed(0)
+    h, weight, workspace = rand(3, 4), rand(6, 4), Workspace()
+    first = OutputNLL.apply(h, weight, None, torch.tensor([0, 1, 2]), workspace)
+    OutputNLL.apply(h, weight, None, torch.tensor([3, 4, 5]), workspace).sum().backward()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        first.sum().backward()
 
 
 def test_output_nll_skips_padding():
@@ -106,7 +115,7 @@ def test_output_nll_skips_padding():
     tgt = torch.tensor([[3, 4, 2, 0], [5, 2, 0, 0]])
     mask = tgt != 0
     full = torch.nn.functional.cross_entropy(layer(hidden).flatten(0, 1), tgt.flatten(), reduction="none").view(2, 4)
-    assert torch.allclose(output_nll(hidden, layer, tgt, mask), (full * mask).sum(1), atol=1e-12)
+    assert torch.allclose(output_nll(hidden, layer, tgt, mask, Workspace()), (full * mask).sum(1), atol=1e-12)
 
 
 def both_paths(model: torch.nn.Module, src, src_mask, tgt) -> dict[str, tuple]:

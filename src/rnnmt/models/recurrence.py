@@ -10,12 +10,18 @@ each after the loop. `GroundhogGRU.scan`, `BahdanauDecoder.features` and (with i
 `LuongDecoder.features` use them unless the model is set to the plain path (`train.recurrence: plain`),
 which autograd differentiates step by step and which the tests compare them with.
 
+Under autocast (`train.precision: bfloat16`) the matrix products run in bfloat16 and everything else (states,
+gates, softmax, gradients) in float32: `Precision` holds the two dtypes.
+
 Notation (per step, rows = batch): gates g = σ(x_zr + U_zr h), z = g[:H], r = g[H:]; candidate
 h̃ = tanh(x_h + b + U (r ∘ h)); h' = h + m ∘ z ∘ (h̃ − h), m = 1 on real positions (0 carries h over).
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -23,38 +29,93 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 
-def _gru_forward(x: Tensor, h: Tensor, U_gates: Tensor, U_cand: Tensor, gates: Tensor, rh: Tensor, cand: Tensor, keep: Tensor | None, out: Tensor) -> None:
-    """One GRU step into preallocated rows: x = [x_zr, x_h + b] [B, 3H]; writes gates, r∘h, h̃ and h'."""
+@dataclass(frozen=True)
+class Precision:
+    """Matrix products in `compute` (autocast's dtype while autocast is on), the rest in `acc` (≥ float32)."""
+
+    compute: torch.dtype
+    acc: torch.dtype
+
+    @staticmethod
+    def of(x: Tensor) -> Precision:
+        device = x.device.type
+        acc = torch.promote_types(x.dtype, torch.float32)
+        return Precision(torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else acc, acc)
+
+    def weight(self, w: Tensor) -> Tensor:
+        """A matrix as the products read it (cast once per pass)."""
+        return w.to(self.compute)
+
+    def mm(self, a: Tensor, b: Tensor) -> Tensor:
+        """a @ b in b's dtype (a `weight`), returned in the accumulation dtype."""
+        return torch.mm(a.to(b.dtype), b).to(self.acc)
+
+    def addmm(self, base: Tensor | None, a: Tensor, b: Tensor, out: Tensor | None = None) -> Tensor:
+        """base + a @ b (or a @ b without a base) with the product in b's dtype, the result in the accumulation dtype."""
+        if a.dtype == b.dtype == self.acc:
+            return torch.mm(a, b, out=out) if base is None else torch.addmm(base, a, b, out=out)
+        product = torch.mm(a.to(b.dtype), b)
+        if base is None:
+            return product.to(self.acc) if out is None else out.copy_(product)
+        return torch.add(base, product, out=out)
+
+    def buffer(self, x: Tensor, *shape: int, zero: bool = False) -> Tensor:
+        return (torch.zeros if zero else torch.empty)(*shape, dtype=self.acc, device=x.device)
+
+    def steps_first(self, x: Tensor) -> Tensor:
+        """[B, T, ...] as a contiguous [T, B, ...] copy in the accumulation dtype."""
+        return x.transpose(0, 1).to(self.acc, memory_format=torch.contiguous_format, copy=True)
+
+
+def explicit_precision(forward: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a Function's forward with autocast off, after keeping the dtypes it asked for as ctx.precision."""
+
+    @functools.wraps(forward)
+    def wrapper(ctx: Any, *args: Any) -> Any:
+        x = next(a for a in args if isinstance(a, Tensor))
+        ctx.precision = Precision.of(x)
+        with torch.autocast(x.device.type, enabled=False):
+            return forward(ctx, *args)
+
+    return wrapper
+
+
+def _gru_forward(p: Precision, x: Tensor, h: Tensor, Ug_t: Tensor, Uc_t: Tensor, gates: Tensor, rh: Tensor, cand: Tensor, keep: Tensor | None, out: Tensor) -> None:
+    """One GRU step into preallocated rows: x = [x_zr, x_h + b] [B, 3H], U·ᵀ as `p.weight`s; writes gates, r∘h, h̃ and h'."""
     H = h.shape[1]
-    torch.addmm(x[:, : 2 * H], h, U_gates.t(), out=gates).sigmoid_()
+    p.addmm(x[:, : 2 * H], h, Ug_t, out=gates).sigmoid_()
     torch.mul(gates[:, H:], h, out=rh)
-    torch.addmm(x[:, 2 * H :], rh, U_cand.t(), out=cand).tanh_()
+    p.addmm(x[:, 2 * H :], rh, Uc_t, out=cand).tanh_()
     step = (cand - h).mul_(gates[:, :H])
     if keep is not None:
         step.mul_(keep)
     torch.add(h, step, out=out)
 
 
-def _gru_backward(dh: Tensor, h: Tensor, U_gates: Tensor, U_cand: Tensor, gates: Tensor, cand: Tensor, keep: Tensor | None, dx: Tensor) -> Tensor:
+def _gru_backward(p: Precision, dh: Tensor, h: Tensor, U_gates: Tensor, U_cand: Tensor, gates: Tensor, cand: Tensor, keep: Tensor | None, dx: Tensor) -> Tensor:
     """The gradient of one step: writes d(pre-activations) [B, 3H] into dx, returns dL/dh (previous state)."""
     H = h.shape[1]
     z, r = gates[:, :H], gates[:, H:]
     dstep = dh * keep if keep is not None else dh
     # dh̃ pre-activation: dstep ∘ z ∘ (1 − h̃²)
     torch.ops.aten.tanh_backward.grad_input(dstep * z, cand, grad_input=dx[:, 2 * H :])
-    drh = torch.mm(dx[:, 2 * H :], U_cand)
+    drh = p.mm(dx[:, 2 * H :], U_cand)
     torch.ops.aten.sigmoid_backward.grad_input(dstep * (cand - h), z, grad_input=dx[:, :H])
     torch.ops.aten.sigmoid_backward.grad_input(drh * h, r, grad_input=dx[:, H : 2 * H])
-    dh_prev = torch.addmm(dh, dx[:, : 2 * H], U_gates)
+    dh_prev = p.addmm(dh, dx[:, : 2 * H], U_gates)
     dh_prev.addcmul_(drh, r).sub_(dstep * z)
     return dh_prev
 
 
-def _gru_weight_grads(dx: Tensor, h_prev: Tensor, rh: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def _weight_grad(p: Precision, d_out: Tensor, inputs: Tensor) -> Tensor:
+    """Σ over all steps and rows of d_outᵀ·input, one matrix product: [..., O] and [..., I] -> [O, I]."""
+    return p.mm(d_out.reshape(-1, d_out.shape[-1]).t(), p.weight(inputs.reshape(-1, inputs.shape[-1])))
+
+
+def _gru_weight_grads(p: Precision, dx: Tensor, h_prev: Tensor, rh: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """dU_zr, dU and db over all steps at once: dx [T, B, 3H], h_prev and r∘h [T, B, H]."""
     H = h_prev.shape[-1]
-    flat = dx.reshape(-1, 3 * H)
-    return flat[:, : 2 * H].t() @ h_prev.reshape(-1, H), flat[:, 2 * H :].t() @ rh.reshape(-1, H), flat[:, 2 * H :].sum(0)
+    return _weight_grad(p, dx[..., : 2 * H], h_prev), _weight_grad(p, dx[..., 2 * H :], rh), dx[..., 2 * H :].sum((0, 1))
 
 
 class GRUScan(torch.autograd.Function):
@@ -62,19 +123,21 @@ class GRUScan(torch.autograd.Function):
     right to left; masked steps (mask [B, T] False) carry the state over."""
 
     @staticmethod
+    @explicit_precision
     def forward(ctx: Any, x: Tensor, h0: Tensor, mask: Tensor | None, reverse: bool, U_gates: Tensor, U_cand: Tensor, b_cand: Tensor) -> Tensor:
         B, T, H3 = x.shape
-        H = H3 // 3
-        xs = x.transpose(0, 1).clone()  # [T, B, 3H], with the candidate's bias added once
+        H, p = H3 // 3, ctx.precision
+        xs = p.steps_first(x)  # [T, B, 3H], with the candidate's bias added once
         xs[..., 2 * H :] += b_cand
-        keep = mask.t().unsqueeze(-1).to(x.dtype) if mask is not None else None
+        keep = mask.t().unsqueeze(-1).to(p.acc) if mask is not None else None
         # Slot t + 1 (left to right) or t (right to left) holds the state after position t; h0 is the other end.
-        states = x.new_empty(T + 1, B, H)
+        states = p.buffer(x, T + 1, B, H)
         states[T if reverse else 0] = h0
-        gates, rh, cand = x.new_empty(T, B, 2 * H), x.new_empty(T, B, H), x.new_empty(T, B, H)
+        gates, rh, cand = p.buffer(x, T, B, 2 * H), p.buffer(x, T, B, H), p.buffer(x, T, B, H)
+        Ug_t, Uc_t = p.weight(U_gates.t()), p.weight(U_cand.t())
         for t in range(T - 1, -1, -1) if reverse else range(T):
             prev, new = (t + 1, t) if reverse else (t, t + 1)
-            _gru_forward(xs[t], states[prev], U_gates, U_cand, gates[t], rh[t], cand[t], keep[t] if keep is not None else None, states[new])
+            _gru_forward(p, xs[t], states[prev], Ug_t, Uc_t, gates[t], rh[t], cand[t], keep[t] if keep is not None else None, states[new])
         ctx.reverse = reverse
         ctx.save_for_backward(states, gates, rh, cand, keep, U_gates, U_cand)
         return (states[:-1] if reverse else states[1:]).transpose(0, 1)
@@ -84,14 +147,15 @@ class GRUScan(torch.autograd.Function):
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
         states, gates, rh, cand, keep, U_gates, U_cand = ctx.saved_tensors
         T, B, H = cand.shape
-        reverse = ctx.reverse
+        reverse, p = ctx.reverse, ctx.precision
         grad = grad.transpose(0, 1)
         previous = states[1:] if reverse else states[:-1]  # the state each position starts from
-        dx = grad.new_empty(T, B, 3 * H)
-        dh = grad.new_zeros(B, H)
+        dx = p.buffer(grad, T, B, 3 * H)
+        dh = p.buffer(grad, B, H, zero=True)
+        Ug, Uc = p.weight(U_gates), p.weight(U_cand)
         for t in range(T) if reverse else range(T - 1, -1, -1):
-            dh = _gru_backward(dh + grad[t], previous[t], U_gates, U_cand, gates[t], cand[t], keep[t] if keep is not None else None, dx[t])
-        dU_gates, dU_cand, db = _gru_weight_grads(dx, previous, rh)
+            dh = _gru_backward(p, dh + grad[t], previous[t], Ug, Uc, gates[t], cand[t], keep[t] if keep is not None else None, dx[t])
+        dU_gates, dU_cand, db = _gru_weight_grads(p, dx, previous, rh)
         return dx.transpose(0, 1), dh, None, None, dU_gates, dU_cand, db
 
 
@@ -104,30 +168,33 @@ class AttentiveGRULoop(torch.autograd.Function):
     """
 
     @staticmethod
+    @explicit_precision
     def forward(
         ctx: Any, s0: Tensor, x: Tensor, keys: Tensor, annotations: Tensor, mask: Tensor,
         W_a: Tensor, v_a: Tensor, C_in: Tensor, U_gates: Tensor, U_cand: Tensor, b_cand: Tensor,
     ) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
         B, T, H3 = x.shape
-        H, S, A = H3 // 3, keys.shape[1], keys.shape[2]
-        xs = x.transpose(0, 1).clone()
+        H, S, A, p = H3 // 3, keys.shape[1], keys.shape[2], ctx.precision
+        xs = p.steps_first(x)
         xs[..., 2 * H :] += b_cand
+        keys, annotations = keys.to(p.acc), annotations.to(p.acc)
         blocked = ~mask
-        states = x.new_empty(T, B, H)
+        states = p.buffer(x, T, B, H)
         states[0] = s0
-        contexts = x.new_empty(T, B, annotations.shape[2])
-        tanh = x.new_empty(T, B, S, A)
-        alphas = x.new_empty(T, B, S)
-        gates, rh, cand = x.new_empty(T, B, 2 * H), x.new_empty(T, B, H), x.new_empty(T, B, H)
-        v = v_a.reshape(A, 1)
+        contexts = p.buffer(x, T, B, annotations.shape[2])
+        tanh = p.buffer(x, T, B, S, A)
+        alphas = p.buffer(x, T, B, S)
+        gates, rh, cand = p.buffer(x, T, B, 2 * H), p.buffer(x, T, B, H), p.buffer(x, T, B, H)
+        v = v_a.reshape(A, 1).to(p.acc)
+        Wa_t, C_t, Ug_t, Uc_t = (p.weight(w.t()) for w in (W_a, C_in, U_gates, U_cand))
         for t in range(T):
-            torch.add(keys, torch.mm(states[t], W_a.t()).unsqueeze(1), out=tanh[t]).tanh_()
+            torch.add(keys, p.mm(states[t], Wa_t).unsqueeze(1), out=tanh[t]).tanh_()
             energy = torch.mm(tanh[t].view(B * S, A), v).view(B, S).masked_fill_(blocked, float("-inf"))
             torch.ops.aten._softmax.out(energy, -1, False, out=alphas[t])
             torch.bmm(alphas[t].unsqueeze(1), annotations, out=contexts[t].unsqueeze(1))
             if t + 1 < T:
-                xs[t].addmm_(contexts[t], C_in.t())
-                _gru_forward(xs[t], states[t], U_gates, U_cand, gates[t], rh[t], cand[t], None, states[t + 1])
+                p.addmm(xs[t], contexts[t], C_t, out=xs[t])
+                _gru_forward(p, xs[t], states[t], Ug_t, Uc_t, gates[t], rh[t], cand[t], None, states[t + 1])
         ctx.save_for_backward(states, contexts, alphas, tanh, gates, rh, cand, annotations, W_a, v_a, C_in, U_gates, U_cand)
         return states.transpose(0, 1), contexts.transpose(0, 1), alphas.transpose(0, 1)
 
@@ -136,21 +203,22 @@ class AttentiveGRULoop(torch.autograd.Function):
     def backward(ctx: Any, d_states: Tensor, d_contexts: Tensor, d_alphas: Tensor | None) -> tuple[Tensor | None, ...]:
         states, contexts, alphas, tanh, gates, rh, cand, annotations, W_a, v_a, C_in, U_gates, U_cand = ctx.saved_tensors
         T, B, H = states.shape
-        S, A = tanh.shape[2], tanh.shape[3]
+        S, A, p = tanh.shape[2], tanh.shape[3], ctx.precision
         d_states, d_contexts = d_states.transpose(0, 1), d_contexts.transpose(0, 1)
         d_alphas = d_alphas.transpose(0, 1) if d_alphas is not None else None
-        dx = states.new_zeros(T, B, 3 * H)  # the last step has no GRU update: its row stays 0
-        dc_all = states.new_empty(T, B, contexts.shape[2])
-        dq_all = states.new_empty(T, B, A)
-        de_all = states.new_empty(T, B, S)
-        dkeys = states.new_zeros(B, S, A)
-        v = v_a.reshape(A)
-        ds = states.new_zeros(B, H)  # dL/ds_t from the steps after t
+        dx = p.buffer(states, T, B, 3 * H, zero=True)  # the last step has no GRU update: its row stays 0
+        dc_all = p.buffer(states, T, B, contexts.shape[2])
+        dq_all = p.buffer(states, T, B, A)
+        de_all = p.buffer(states, T, B, S)
+        dkeys = p.buffer(states, B, S, A, zero=True)
+        v = v_a.reshape(A).to(p.acc)
+        Wa, C, Ug, Uc = (p.weight(w) for w in (W_a, C_in, U_gates, U_cand))
+        ds = p.buffer(states, B, H, zero=True)  # dL/ds_t from the steps after t
         for t in range(T - 1, -1, -1):
             dc = d_contexts[t]
             if t + 1 < T:
-                ds = _gru_backward(ds, states[t], U_gates, U_cand, gates[t], cand[t], None, dx[t])
-                dc = torch.addmm(dc, dx[t], C_in)
+                ds = _gru_backward(p, ds, states[t], Ug, Uc, gates[t], cand[t], None, dx[t])
+                dc = p.addmm(dc.to(p.acc), dx[t], C)
             dc_all[t] = dc
             alpha = alphas[t]
             dalpha = torch.bmm(annotations, dc.unsqueeze(2)).squeeze(2)
@@ -160,14 +228,13 @@ class AttentiveGRULoop(torch.autograd.Function):
             dpre = torch.ops.aten.tanh_backward(de_all[t].unsqueeze(2) * v, tanh[t])
             dkeys += dpre
             torch.sum(dpre, dim=1, out=dq_all[t])
-            ds = torch.addmm(ds + d_states[t], dq_all[t], W_a)
-        flat_states = states.reshape(-1, H)
-        dW_a = dq_all.reshape(-1, A).t() @ flat_states
+            ds = p.addmm(ds + d_states[t], dq_all[t], Wa)
+        dW_a = _weight_grad(p, dq_all, states)
         dv = (de_all.reshape(1, -1) @ tanh.reshape(-1, A)).reshape(v_a.shape)
-        dC_in = dx.reshape(-1, 3 * H).t() @ contexts.reshape(-1, contexts.shape[2])
+        dC_in = _weight_grad(p, dx, contexts)
         d_annotations = torch.bmm(alphas.permute(1, 2, 0), dc_all.transpose(0, 1))
         # The GRU ran T − 1 steps, from states[0..T−2].
-        dU_gates, dU_cand, db = _gru_weight_grads(dx[:-1], states[:-1], rh[:-1])
+        dU_gates, dU_cand, db = _gru_weight_grads(p, dx[:-1], states[:-1], rh[:-1])
         return ds, dx.transpose(0, 1), dkeys, d_annotations, None, dW_a, dv, dC_in, dU_gates, dU_cand, db
 
 
@@ -214,22 +281,27 @@ class LuongFeedLoop(torch.autograd.Function):
     """
 
     @staticmethod
+    @explicit_precision
     def forward(ctx: Any, spec: dict[str, Any], x1: Tensor, h0: Tensor, c0: Tensor, *tensors: Tensor | None) -> tuple[Tensor, Tensor]:
-        L, clip, attend = spec["layers"], spec["clip"], spec["attend"]
+        L, clip, attend, p = spec["layers"], spec["clip"], spec["attend"], ctx.precision
         feed_mask, layer_masks = spec["feed_mask"], spec["layer_masks"]
         W_ih, W_hh, bias = tensors[0 : 3 * L : 3], tensors[1 : 3 * L : 3], tensors[2 : 3 * L : 3]
         Wc_c, Wc_h, b_c, keys, annotations = tensors[3 * L : 3 * L + 5]
+        keys, annotations = keys.to(p.acc), annotations.to(p.acc)
         B, T, H4 = x1.shape
         H = H4 // 4
-        h = x1.new_empty(L, T + 1, B, H)  # h[l, t]: layer l's state before step t
-        c = x1.new_empty(L, T + 1, B, H)  # the carried (clipped) cell
+        xs = p.steps_first(x1)
+        h = p.buffer(x1, L, T + 1, B, H)  # h[l, t]: layer l's state before step t
+        c = p.buffer(x1, L, T + 1, B, H)  # the carried (clipped) cell
         h[:, 0], c[:, 0] = h0, c0
-        gates = x1.new_empty(L, T, B, 4 * H)
-        c_raw, tanh_c = x1.new_empty(L, T, B, H), x1.new_empty(L, T, B, H)
-        inputs = x1.new_empty(L, T, B, H)  # what layer l reads besides its own state (layer 1: the fed h̃, masked)
-        h_tilde = x1.new_zeros(T + 1, B, H)  # h_tilde[t + 1] = h̃_t; h̃_0 = 0
-        contexts = x1.new_empty(T, B, H)
-        alphas = x1.new_empty(T, B, annotations.shape[1])
+        gates = p.buffer(x1, L, T, B, 4 * H)
+        c_raw, tanh_c = p.buffer(x1, L, T, B, H), p.buffer(x1, L, T, B, H)
+        inputs = p.buffer(x1, L, T, B, H)  # what layer l reads besides its own state (layer 1: the fed h̃, masked)
+        h_tilde = p.buffer(x1, T + 1, B, H, zero=True)  # h_tilde[t + 1] = h̃_t; h̃_0 = 0
+        contexts = p.buffer(x1, T, B, H)
+        alphas = p.buffer(x1, T, B, annotations.shape[1])
+        Wih_t, Whh_t = [p.weight(w.t()) for w in W_ih], [p.weight(w.t()) for w in W_hh]
+        Wcc_t, Wch_t = p.weight(Wc_c.t()), p.weight(Wc_h.t())
         for t in range(T):
             for layer in range(L):
                 source, drop = (h_tilde[t], feed_mask) if layer == 0 else (h[layer - 1, t + 1], layer_masks)
@@ -237,55 +309,53 @@ class LuongFeedLoop(torch.autograd.Function):
                     torch.mul(source, drop[t] if layer == 0 else drop[layer - 1, t], out=inputs[layer, t])
                 else:
                     inputs[layer, t] = source
-                if layer == 0:
-                    pre = torch.addmm(x1[:, t], inputs[0, t], W_ih[0].t(), out=gates[0, t])
-                else:
-                    pre = torch.mm(inputs[layer, t], W_ih[layer].t(), out=gates[layer, t])
-                    if bias[layer] is not None:
-                        pre += bias[layer]
-                pre.addmm_(h[layer, t], W_hh[layer].t())
+                base = xs[t] if layer == 0 else bias[layer].expand(B, 4 * H) if bias[layer] is not None else None
+                pre = p.addmm(base, inputs[layer, t], Wih_t[layer], out=gates[layer, t])
+                p.addmm(pre, h[layer, t], Whh_t[layer], out=pre)
                 _lstm_cell(pre, c[layer, t], c_raw[layer, t], tanh_c[layer, t], h[layer, t + 1])
                 c[layer, t + 1] = c_raw[layer, t].clamp(-clip, clip) if clip is not None else c_raw[layer, t]
             top = h[L - 1, t + 1]
             context, alpha = attend(top, keys, annotations, t)
             contexts[t], alphas[t] = context, alpha
-            pre = torch.mm(contexts[t], Wc_c.t()) if b_c is None else torch.addmm(b_c, contexts[t], Wc_c.t())
-            torch.tanh(pre.addmm_(top, Wc_h.t()), out=h_tilde[t + 1])
+            pre = p.addmm(b_c.expand(B, H) if b_c is not None else None, contexts[t], Wcc_t)
+            torch.tanh(p.addmm(pre, top, Wch_t), out=h_tilde[t + 1])
         ctx.spec = spec
-        ctx.save_for_backward(x1, h, c, gates, c_raw, tanh_c, inputs, h_tilde, contexts, *tensors)
+        ctx.save_for_backward(h, c, gates, c_raw, tanh_c, inputs, h_tilde, contexts, *tensors)
         return h_tilde[1:].transpose(0, 1), alphas.transpose(0, 1)
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, d_h_tilde: Tensor, d_alphas: Tensor | None) -> tuple[Tensor | None, ...]:
-        spec = ctx.spec
+        spec, p = ctx.spec, ctx.precision
         L, clip, attend, params = spec["layers"], spec["clip"], spec["attend"], spec["params"]
         feed_mask, layer_masks = spec["feed_mask"], spec["layer_masks"]
-        x1, h, c, gates, c_raw, tanh_c, inputs, h_tilde, contexts, *tensors = ctx.saved_tensors
+        h, c, gates, c_raw, tanh_c, inputs, h_tilde, contexts, *tensors = ctx.saved_tensors
         W_ih, W_hh, bias = tensors[0 : 3 * L : 3], tensors[1 : 3 * L : 3], tensors[2 : 3 * L : 3]
         Wc_c, Wc_h, b_c, keys, annotations = tensors[3 * L : 3 * L + 5]
+        keys, annotations = keys.to(p.acc), annotations.to(p.acc)
         T, B, H = contexts.shape
         d_h_tilde = d_h_tilde.transpose(0, 1)
         d_alphas = d_alphas.transpose(0, 1) if d_alphas is not None else None
-        d_gates = x1.new_empty(L, T, B, 4 * H)
-        d_pre_c = x1.new_empty(T, B, H)  # d(W_c [c; h] + b)
+        d_gates = p.buffer(contexts, L, T, B, 4 * H)
+        d_pre_c = p.buffer(contexts, T, B, H)  # d(W_c [c; h] + b)
         d_keys, d_annotations = torch.zeros_like(keys), torch.zeros_like(annotations)
-        d_params = [torch.zeros_like(p) for p in params]
-        dh = [x1.new_zeros(B, H) for _ in range(L)]  # dL/dh[l, t + 1] from step t + 1
-        dc = [x1.new_zeros(B, H) for _ in range(L)]  # dL/dc[l, t + 1] (carried) from step t + 1
-        d_fed = x1.new_zeros(B, H)  # dL/dh̃_t from step t + 1's input
+        d_params = [torch.zeros_like(w) for w in params]
+        dh = [p.buffer(contexts, B, H, zero=True) for _ in range(L)]  # dL/dh[l, t + 1] from step t + 1
+        dc = [p.buffer(contexts, B, H, zero=True) for _ in range(L)]  # dL/dc[l, t + 1] (carried) from step t + 1
+        d_fed = p.buffer(contexts, B, H, zero=True)  # dL/dh̃_t from step t + 1's input
+        Wih, Whh, Wcc, Wch = [p.weight(w) for w in W_ih], [p.weight(w) for w in W_hh], p.weight(Wc_c), p.weight(Wc_h)
         for t in range(T - 1, -1, -1):
             torch.ops.aten.tanh_backward.grad_input(d_h_tilde[t] + d_fed, h_tilde[t + 1], grad_input=d_pre_c[t])
             top = h[L - 1, t + 1]
             with torch.enable_grad():
                 leaves = [top.detach().requires_grad_(), keys.detach().requires_grad_(), annotations.detach().requires_grad_()]
                 context, alpha = attend(*leaves, t)
-                outputs, grads = [context], [d_pre_c[t] @ Wc_c]
+                outputs, grads = [context], [p.mm(d_pre_c[t], Wcc)]
                 if d_alphas is not None:
                     outputs.append(alpha)
                     grads.append(d_alphas[t])
                 found = torch.autograd.grad(outputs, leaves + list(params), grads, allow_unused=True)
-            d_top = torch.addmm(found[0], d_pre_c[t], Wc_h)
+            d_top = p.addmm(found[0], d_pre_c[t], Wch)
             d_keys += found[1] if found[1] is not None else 0
             d_annotations += found[2] if found[2] is not None else 0
             for acc, g in zip(d_params, found[3:]):
@@ -297,17 +367,17 @@ class LuongFeedLoop(torch.autograd.Function):
                 if clip is not None:
                     dc[layer] = dc[layer] * (c_raw[layer, t].abs() <= clip)
                 dc[layer] = _lstm_cell_backward(d_out, dc[layer], gates[layer, t], c[layer, t], tanh_c[layer, t], d_gates[layer, t])
-                dh[layer] = torch.mm(d_gates[layer, t], W_hh[layer])
-                d_in = torch.mm(d_gates[layer, t], W_ih[layer])
+                dh[layer] = p.mm(d_gates[layer, t], Whh[layer])
+                d_in = p.mm(d_gates[layer, t], Wih[layer])
                 if layer == 0:
                     d_fed = d_in * feed_mask[t] if feed_mask is not None else d_in
                 else:
                     d_below = d_in * layer_masks[layer - 1, t] if layer_masks is not None else d_in
         grads: list[Tensor | None] = []
         for layer in range(L):
-            flat = d_gates[layer].reshape(-1, 4 * H)
-            grads += [flat.t() @ inputs[layer].reshape(-1, H), flat.t() @ h[layer, :-1].reshape(-1, H), flat.sum(0) if bias[layer] is not None else None]
-        flat_pre = d_pre_c.reshape(-1, H)
-        grads += [flat_pre.t() @ contexts.reshape(-1, H), flat_pre.t() @ h[L - 1, 1:].reshape(-1, H), flat_pre.sum(0) if b_c is not None else None]
+            d_bias = d_gates[layer].sum((0, 1)) if bias[layer] is not None else None
+            grads += [_weight_grad(p, d_gates[layer], inputs[layer]), _weight_grad(p, d_gates[layer], h[layer, :-1]), d_bias]
+        d_b_c = d_pre_c.sum((0, 1)) if b_c is not None else None
+        grads += [_weight_grad(p, d_pre_c, contexts), _weight_grad(p, d_pre_c, h[L - 1, 1:]), d_b_c]
         grads += [d_keys, d_annotations, *d_params]
         return (None, d_gates[0].transpose(0, 1), torch.stack(dh), torch.stack(dc), *grads)

@@ -36,7 +36,12 @@ TRAIN_DEFAULTS = {
     "patience": None,
     "sort_k_batches": 20,
     "recurrence": "fused",
+    "precision": "float32",
 }
+
+# train.precision: the dtype matrix products run in during training (autocast); weights, optimiser state,
+# softmax, loss and gradient clipping stay float32 either way.
+PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16}
 
 
 class TrainingInterrupted(Exception):
@@ -142,6 +147,9 @@ class Trainer:
         torch.manual_seed(system["seed"])
         self.model = build_model(system["model"], len(src_vocab), len(tgt_vocab)).to(device)
         set_recurrence(self.model, self.cfg["recurrence"])
+        if self.cfg["precision"] not in PRECISIONS:
+            raise UserError(f"train.precision is {self.cfg['precision']!r}; expected one of {', '.join(PRECISIONS)}.")
+        self.autocast_dtype = PRECISIONS[self.cfg["precision"]]
         self.params = list(self.model.parameters())
         distributed.start(world, device, self.cfg["batch_size"])
         # DDP averages the processes' gradients during backward (see distributed.py for the loss scaling).
@@ -198,7 +206,8 @@ class Trainer:
         lr = learning_rate(self.cfg["optimizer"], self.cfg["lr_decay"], int(self.stream.epochs(update)))
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        per_sentence = sentence_nll(self.objective, distributed.shard(batch, self.world).to(self.device))
+        with torch.autocast(self.device.type, dtype=self.autocast_dtype or torch.float32, enabled=self.autocast_dtype is not None):
+            per_sentence = sentence_nll(self.objective, distributed.shard(batch, self.world).to(self.device))
         self.optimizer.zero_grad(set_to_none=True)
         (_loss(per_sentence, batch, self.cfg["loss"]) * self.world.size).backward()
         clip_gradients(self.params, self.cfg["clip_norm"], self.norm_params)

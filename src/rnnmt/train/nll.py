@@ -3,8 +3,9 @@ the real target tokens.
 
 The logits of padded positions never enter the loss, so they are not computed. `OutputNLL` does the
 output layer's matrix product, the log-sum-exp and its gradient with one exponentiation of the logits
-(torch's log_softmax + cross_entropy make two, plus their backward passes), in float32 or wider
-whatever the weights' dtype: the value is −log softmax(W h + b)[y], exactly what `cross_entropy` gives.
+(torch's log_softmax + cross_entropy make two, plus their backward passes). Under autocast the matrix
+products run in its dtype (bfloat16) and the softmax in float32: the value is −log softmax(W h + b)[y],
+exactly what `cross_entropy` gives.
 """
 
 from __future__ import annotations
@@ -15,17 +16,41 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+from rnnmt.models.recurrence import explicit_precision
+
+
+class Workspace:
+    """The softmax buffer OutputNLL reuses from update to update.
+
+    A batch's probabilities are ~10^7 floats: allocated afresh, every update would map and fault in new
+    pages (allocators hand blocks that large straight to the kernel). The backward pass turns the buffer
+    into the logits' gradient in place; autograd's version check makes a backward whose buffer another
+    forward has overwritten since (or a second backward) an error, never a wrong gradient.
+    """
+
+    def __init__(self) -> None:
+        self.buffer: Tensor | None = None
+
+    def take(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+        size = rows * cols
+        if self.buffer is None or self.buffer.numel() < size or self.buffer.dtype != dtype or self.buffer.device != device:
+            self.buffer = torch.empty(size, dtype=dtype, device=device)
+        return self.buffer[:size].view(rows, cols)
+
 
 class OutputNLL(torch.autograd.Function):
     """−log softmax(h Wᵀ + b)[y] for rows h [N, F] and targets y [N] (b may be None)."""
 
     @staticmethod
-    def forward(ctx: Any, h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor) -> Tensor:
-        logits = torch.mm(h, weight.t()) if bias is None else torch.addmm(bias, h, weight.t())
-        logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
-        picked = logits.gather(1, target.unsqueeze(1)).squeeze(1)
-        top = logits.amax(dim=1, keepdim=True)
-        probs = logits.sub_(top).exp_()  # unnormalised softmax, in the logits' memory
+    @explicit_precision
+    def forward(ctx: Any, h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, workspace: Workspace) -> Tensor:
+        p = ctx.precision
+        # The logits in the products' dtype; the softmax reads them into the accumulation dtype.
+        logits = torch.mm(h.to(p.compute), p.weight(weight.t())) if bias is None else torch.addmm(p.weight(bias), h.to(p.compute), p.weight(weight.t()))
+        picked = logits.gather(1, target.unsqueeze(1)).squeeze(1).to(p.acc)
+        top = logits.amax(dim=1, keepdim=True).to(p.acc)
+        probs = workspace.take(*logits.shape, p.acc, logits.device)
+        torch.sub(logits, top, out=probs).exp_()  # unnormalised softmax
         total = probs.sum(dim=1)
         ctx.has_bias = bias is not None
         ctx.save_for_backward(h, weight, probs, total, target)
@@ -35,17 +60,27 @@ class OutputNLL(torch.autograd.Function):
     @once_differentiable
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
         h, weight, probs, total, target = ctx.saved_tensors
-        d_logits = probs * (grad / total).unsqueeze(1)  # softmax · g
+        p = ctx.precision
+        d_logits = probs.mul_((grad / total).unsqueeze(1))  # softmax · g, in the workspace
         d_logits.scatter_add_(1, target.unsqueeze(1), -grad.unsqueeze(1))
-        d_logits = d_logits.to(h.dtype)
         d_bias = d_logits.sum(dim=0) if ctx.has_bias else None
-        return d_logits @ weight, d_logits.t() @ h, d_bias, None
+        d_logits = p.weight(d_logits)
+        return p.mm(d_logits, p.weight(weight)), p.mm(d_logits.t(), p.weight(h)), d_bias, None, None
 
 
-def output_nll(hidden: Tensor, layer: nn.Linear, tgt: Tensor, tgt_mask: Tensor) -> Tensor:
+# Under autocast the rows go to the output layer in multiples of this: oneDNN compiles a bfloat16 matrix
+# product for every new shape (~15 ms on a CPU), and the number of real target tokens changes every batch.
+ROW_MULTIPLE = 128
+
+
+def output_nll(hidden: Tensor, layer: nn.Linear, tgt: Tensor, tgt_mask: Tensor, workspace: Workspace) -> Tensor:
     """Summed token NLL per sentence [B] from the pre-output states hidden [B, T, F] (nats)."""
     rows = tgt_mask.flatten().nonzero().squeeze(1)
-    nll = OutputNLL.apply(hidden.flatten(0, 1).index_select(0, rows), layer.weight, layer.bias, tgt.flatten().index_select(0, rows))
+    h, target = hidden.flatten(0, 1).index_select(0, rows), tgt.flatten().index_select(0, rows)
+    if torch.is_autocast_enabled(hidden.device.type):
+        extra = -len(rows) % ROW_MULTIPLE  # zero rows whose NLL is dropped: their gradient is 0
+        h, target = torch.cat([h, h.new_zeros(extra, h.shape[1])]), torch.cat([target, target.new_zeros(extra)])
+    nll = OutputNLL.apply(h, layer.weight, layer.bias, target, workspace)[: len(rows)]
     return nll.new_zeros(tgt.numel()).index_put((rows,), nll).view_as(tgt).sum(dim=1)
 
 
@@ -55,7 +90,8 @@ class SentenceNLL(nn.Module):
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = model
+        self.workspace = Workspace()
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor, tgt_mask: Tensor) -> Tensor:
         hidden, _ = self.model.features(src, src_mask, tgt)
-        return output_nll(hidden, self.model.decoder.output_layer, tgt, tgt_mask)
+        return output_nll(hidden, self.model.decoder.output_layer, tgt, tgt_mask, self.workspace)
