@@ -176,3 +176,25 @@ def test_five_updates_agree_in_float32(tiny_corpus, tmp_path, model):
         trained.append(dict(trainer.model.named_parameters()))
     for name, p in trained[0].items():
         assert torch.allclose(p, trained[1][name], atol=1e-5), name
+
+
+@pytest.mark.parametrize("clip", [None, 0.3])
+def test_luong_fused_encoder_equals_torchs_lstm(clip):
+    """Annotations (zero on padding), every layer's final (h, c) and their gradients, as torch's packed LSTM
+    (or, with clipping, the step loop) computes them."""
+    torch.manual_seed(2)
+    cfg = tiny_luong_config(layers=3, state_clip=clip, bias=True, init_range=0.6)
+    encoder = build_model(cfg, 20, 22).double().encoder
+    src, src_mask = SourceFormat.of(cfg).batch([torch.tensor([5, 6, 7, 8, 9]), torch.tensor([9, 10]), torch.tensor([11, 12, 13])])
+    results = []
+    for fused in (True, False):
+        encoder.fused = fused
+        encoder.zero_grad()
+        enc = encoder(src, src_mask)
+        (enc.annotations.sin().sum() + enc.summary.cos().sum()).backward()
+        results.append((enc.annotations.detach(), enc.summary.detach(), [p.grad.clone() for p in encoder.parameters()]))
+    (fa, fs, fg), (pa, ps, pg) = results
+    assert torch.equal(fa[~src_mask], torch.zeros_like(fa[~src_mask]))
+    assert torch.allclose(fa, pa, atol=1e-12) and torch.allclose(fs, ps, atol=1e-12)
+    for f, p in zip(fg, pg):
+        assert torch.allclose(f, p, atol=1e-12)

@@ -82,7 +82,11 @@ class LSTMEncoder(nn.Module):
     """Luong's encoder: stacked LSTM over the (optionally reversed) source words, dropout on each layer's input.
 
     The annotations are the top layer's states h̄_s; the decoder starts from every layer's final (h, c).
+    `fused` (the default) runs the layers with the hand-written backward of recurrence.py; False runs
+    torch's LSTM over packed sequences (or the step loop with clipping), the reference.
     """
+
+    fused = True
 
     def __init__(self, vocab_size: int, emb_dim: int, hidden: int, layers: int, dropout: float, bias: bool, state_clip: float | None) -> None:
         super().__init__()
@@ -93,7 +97,11 @@ class LSTMEncoder(nn.Module):
         self.output_size = hidden
 
     def forward(self, src: Tensor, mask: Tensor) -> Encoded:
-        out, final = lstm.run(self.lstm, self.drop(self.embed(src)), mask, None, self.state_clip)
+        x = self.drop(self.embed(src))
+        if self.fused:
+            out, final = lstm.scan(self.lstm, x, mask, self.state_clip, self.training)
+        else:
+            out, final = lstm.run(self.lstm, x, mask, None, self.state_clip)
         return Encoded(out, mask, lstm.pack_state(final))
 
 

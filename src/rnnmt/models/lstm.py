@@ -11,6 +11,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from rnnmt.models.recurrence import LSTMScan
+
 State = tuple[Tensor, Tensor]  # (h, c), each [layers, B, H]
 
 
@@ -66,3 +68,20 @@ def run(lstm: nn.LSTM, x: Tensor, mask: Tensor, state: State | None, clip: float
         state = (torch.where(keep, new[0], state[0]), torch.where(keep, new[1], state[1]))
         outputs.append(out)
     return torch.stack(outputs, dim=1), state
+
+
+def scan(lstm: nn.LSTM, x: Tensor, mask: Tensor, clip: float | None, training: bool) -> tuple[Tensor, State]:
+    """What `run` computes from a zero state, layer by layer with recurrence.LSTMScan: each layer's input
+    projection for all positions at once, then its recurrence. Outputs are zero on padding (as `run`'s)."""
+    batch, layers, H = x.shape[0], lstm.num_layers, lstm.hidden_size
+    zeros = x.new_zeros(batch, H, dtype=torch.promote_types(x.dtype, torch.float32))
+    finals_h, finals_c = [], []
+    for k in range(layers):
+        if k > 0:
+            x = nn.functional.dropout(x, lstm.dropout, training)
+        bias = getattr(lstm, f"bias_ih_l{k}") + getattr(lstm, f"bias_hh_l{k}") if lstm.bias else None
+        projected = nn.functional.linear(x, getattr(lstm, f"weight_ih_l{k}"), bias)
+        x, h, c = LSTMScan.apply(projected, zeros, zeros, mask, getattr(lstm, f"weight_hh_l{k}"), clip)
+        finals_h.append(h)
+        finals_c.append(c)
+    return x * mask.unsqueeze(-1), (torch.stack(finals_h), torch.stack(finals_c))

@@ -381,3 +381,49 @@ class LuongFeedLoop(torch.autograd.Function):
         grads += [_weight_grad(p, d_pre_c, contexts), _weight_grad(p, d_pre_c, h[L - 1, 1:]), d_b_c]
         grads += [d_keys, d_annotations, *d_params]
         return (None, d_gates[0].transpose(0, 1), torch.stack(dh), torch.stack(dc), *grads)
+
+
+class LSTMScan(torch.autograd.Function):
+    """One LSTM layer over projected inputs x [B, T, 4H] (W_ih x + b at every position) from (h0, c0) [B, H]:
+    the outputs [B, T, H] and the final (h, c). Masked positions (mask [B, T] False) carry both over, so
+    the final state is each row's after its last real position; with `clip` the carried cell is clipped.
+    """
+
+    @staticmethod
+    @explicit_precision
+    def forward(ctx: Any, x: Tensor, h0: Tensor, c0: Tensor, mask: Tensor, W_hh: Tensor, clip: float | None) -> tuple[Tensor, Tensor, Tensor]:
+        B, T, H4 = x.shape
+        H, p = H4 // 4, ctx.precision
+        gates = p.steps_first(x)  # the pre-activations, then (in place) the gates
+        keep = mask.t().unsqueeze(-1).to(p.acc)
+        h, c = p.buffer(x, T + 1, B, H), p.buffer(x, T + 1, B, H)
+        h[0], c[0] = h0, c0
+        c_raw, tanh_c, h_new = p.buffer(x, T, B, H), p.buffer(x, T, B, H), p.buffer(x, T, B, H)
+        Whh_t = p.weight(W_hh.t())
+        for t in range(T):
+            _lstm_cell(p.addmm(gates[t], h[t], Whh_t, out=gates[t]), c[t], c_raw[t], tanh_c[t], h_new[t])
+            torch.lerp(h[t], h_new[t], keep[t], out=h[t + 1])
+            torch.lerp(c[t], c_raw[t].clamp(-clip, clip) if clip is not None else c_raw[t], keep[t], out=c[t + 1])
+        ctx.clip = clip
+        ctx.save_for_backward(h, c, gates, c_raw, tanh_c, keep, W_hh)
+        return h[1:].transpose(0, 1), h[T], c[T]
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, d_out: Tensor, d_h: Tensor, d_c: Tensor) -> tuple[Tensor | None, ...]:
+        h, c, gates, c_raw, tanh_c, keep, W_hh = ctx.saved_tensors
+        T, B, H = c_raw.shape
+        p, clip = ctx.precision, ctx.clip
+        d_out = d_out.transpose(0, 1)
+        d_gates = p.buffer(h, T, B, 4 * H)
+        Whh = p.weight(W_hh)
+        dh, dc = d_h.to(p.acc), d_c.to(p.acc)
+        for t in range(T - 1, -1, -1):
+            dh = dh + d_out[t]
+            dh_new, dc_new = dh * keep[t], dc * keep[t]  # into this step's update; the rest carries over
+            dh, dc = dh - dh_new, dc - dc_new
+            if clip is not None:
+                dc_new = dc_new * (c_raw[t].abs() <= clip)
+            dc = dc + _lstm_cell_backward(dh_new, dc_new, gates[t], c[t], tanh_c[t], d_gates[t])
+            dh = p.addmm(dh, d_gates[t], Whh)
+        return d_gates.transpose(0, 1), dh, dc, None, _weight_grad(p, d_gates, h[:-1]), None
