@@ -1,9 +1,11 @@
-"""Stacked LSTMs as Luong et al. run them (paper-spec §4.1): one torch.nn.LSTM, fused or step by step.
+"""Stacked LSTMs as Luong et al. run them (paper-spec §4.1): one torch.nn.LSTM's weights, three ways to run them.
 
-Over a whole sequence the fused kernel (cuDNN on a GPU) runs all layers at once. Luong's code also
-clips the cell state to ±50 after every step; that needs the step-by-step path, which uses the same
-module on one position at a time, so both paths share weights and agree to rounding. Clipping c_t
-after computing h_t = o ∘ tanh(c_t) leaves h_t as it is: tanh saturates long before ±50.
+`run` uses torch's kernel over a whole sequence (cuDNN on a GPU), all layers at once, or one position
+at a time (`step`) where Luong's clipping of the cell state to ±50 after every step needs it; `scan`
+runs layer by layer with recurrence.LSTMScan (the training encoder's default: every position's input
+projection at once, a hand-written backward, clipping included). All share the module's weights and
+agree to rounding. Clipping c_t after computing h_t = o ∘ tanh(c_t) leaves h_t as it is: tanh
+saturates long before ±50.
 """
 
 from __future__ import annotations

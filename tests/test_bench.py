@@ -1,0 +1,66 @@
+"""`rnnmt bench train --paper-shape`: random batches at a system's paper sizes, and what it reports."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from rnnmt.bench import synthetic_data
+from rnnmt.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+LENGTHS = {"src_median": 22, "tgt_median": 24, "sigma": 0.55, "correlation": 0.92}
+
+
+def test_synthetic_lengths_follow_the_configured_distribution():
+    data = synthetic_data(LENGTHS, 20000, 100, 120, 50, seed=1)
+    src, tgt = data.src_lengths.double(), data.tgt_lengths.double()
+    assert int(src.min()) >= 1 and int(max(src.max(), tgt.max())) <= 50
+    assert abs(float(src.median()) - 22) <= 1 and abs(float(tgt.median()) - 24) <= 1
+    assert abs(float(torch.corrcoef(torch.stack([src.log(), tgt.log()]))[0, 1]) - 0.92) < 0.03
+    assert int(data.src_ids.min()) >= 4 and int(data.src_ids.max()) < 100 and int(data.tgt_ids.max()) < 120
+    assert torch.equal(synthetic_data(LENGTHS, 50, 100, 120, 50, seed=1).tgt_ids, synthetic_data(LENGTHS, 50, 100, 120, 50, seed=1).tgt_ids)
+
+
+@pytest.fixture
+def tiny_paper_config(tmp_path: Path) -> Path:
+    """config.yaml with the paper scale shrunk to a CPU test's size (the budgets stay the paper's)."""
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    paper = config["scales"]["paper"]
+    paper["model"].update(emb=8, hidden=12, align_hidden=10, maxout=6, output_rank=7)
+    paper["vocab"].update(size=50, pair_sizes={"en-de": 60, "de-en": 60})
+    paper["train"]["batch_size"] = 4
+    config["recipes"]["luong2015"]["model"].update(layers=2, emb=8, hidden=12)
+    config["recipes"]["luong2015"]["train"]["batch_size"] = 4
+    config["bench"]["synthetic_pairs"] = 200
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.parametrize(
+    "system,budget",
+    [("rnnsearch-50", 288000), ("luong-global-general-feed", 12 * math.ceil(4_500_000 / 4))],
+)
+def test_paper_shape_bench_reports_speed_budget_and_operator_calls(tiny_paper_config, tmp_path, system, budget):
+    out = tmp_path / "bench.json"
+    code = main(["bench", "train", "--paper-shape", system, "--config", str(tiny_paper_config), "--steps", "2", "--device", "cpu", "--output", str(out)])
+    result = json.loads(out.read_text())
+    assert code in (0, None)
+    assert result["system"] == system and result["data"] == "random, paper sizes" and result["batch_size"] == 4
+    assert result["paper_budget_updates"] == budget
+    assert result["projected_hours"] == pytest.approx(budget / result["updates_per_s"] / 3600)
+    assert 0 < result["batch_fill"] <= 1 and result["target_tokens_per_update"] > 0
+    calls = result["operator_calls_per_update"]
+    assert 0 < calls["kernel_ops"] < calls["aten_ops"]
+
+
+def test_paper_shape_names_an_unknown_system(tiny_paper_config, capsys):
+    code = main(["bench", "train", "--paper-shape", "rnnsearch-99", "--config", str(tiny_paper_config), "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 2 and "rnnsearch-99" in err and "rnnsearch-50" in err and len(err.strip().splitlines()) == 1
