@@ -159,14 +159,23 @@ def _search(
         live, values, origin, words = (t.gather(1, slot) for t in (live, values, origin, words))
         tokens = tokens.gather(1, slot.unsqueeze(-1).expand(-1, -1, tokens.shape[-1]))
         aligns = aligns.gather(1, slot.unsqueeze(-1).expand(-1, -1, aligns.shape[-1]))
-        keep = (live.any(dim=1) & (room > 0)).nonzero().squeeze(1)
-        if len(keep) == 0:
+        searching = live.any(dim=1) & (room > 0)
+        if not searching.any():
             break
-        rows = (origin + torch.arange(n, device=device).unsqueeze(1) * k)[keep].view(-1)  # parents, current layout
-        if len(keep) < n:
+        # A sentence whose search is over stays in the layout, inert (no live row, no room), until a
+        # quarter of the layout is such: then all leave at once. Dropping each as it ends would copy the
+        # per-hypothesis context (annotations and keys, the bulk of the memory) at almost every step.
+        if int(searching.sum()) <= 3 * n // 4:
+            keep = searching.nonzero().squeeze(1)
             active, room, min_len, max_len = active[keep], room[keep], min_len[keep], max_len[keep]
-            live, values, words, tokens, aligns = live[keep], values[keep], words[keep], tokens[keep], aligns[keep]
+            live, values, origin, words, tokens, aligns = (t[keep] for t in (live, values, origin, words, tokens, aligns))
             ctx = take(ctx, (keep.unsqueeze(1) * k + torch.arange(k, device=device)).view(-1))
+            n, keep_rows = len(keep), keep
+        else:
+            live &= searching.unsqueeze(1)
+            room = room.masked_fill(~searching, 0)
+            keep_rows = torch.arange(n, device=device)
+        rows = (origin + keep_rows.unsqueeze(1) * k).view(-1)  # parents, in the layout of this step
         scores = values.masked_fill(~live, NEG_INF)
         state = model.advance(ctx, take(state, rows), words.masked_fill(~live, Vocab.EOS).view(-1))
     return finished, alive_at_limit

@@ -37,7 +37,7 @@ class AdditiveAttention(nn.Module):
 
     def forward(self, query: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor]:
         """Return the context c_i [B, A] and the weights α_i [B, S] (zero on padding)."""
-        energy = self.v_a(torch.tanh(keys + self.W_a(query).unsqueeze(1))).squeeze(-1)
+        energy = self.v_a(torch.tanh_(keys + self.W_a(query).unsqueeze(1))).squeeze(-1)
         alpha = torch.softmax(energy.masked_fill(~enc.mask, float("-inf")), dim=-1)
         return torch.bmm(alpha.unsqueeze(1), enc.annotations).squeeze(1), alpha
 
