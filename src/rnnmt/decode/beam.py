@@ -30,7 +30,12 @@ NEG_INF = float("-inf")
 
 
 class StepModel(Protocol):
-    """What beam search needs of a model (Seq2Seq, or an ensemble of them)."""
+    """What beam search needs of a model (Seq2Seq, or an ensemble of them).
+
+    `begin` gives the context (one row per sentence) and the first state (one row per sentence); the
+    search repeats the state k times per sentence, and `predict`/`advance` read a state of k rows per
+    context row, in a row.
+    """
 
     def begin(self, src: Tensor, src_mask: Tensor) -> tuple[Any, Any]: ...
     def predict(self, ctx: Any, state: Any, step: int) -> tuple[Tensor, Tensor, Any]: ...
@@ -106,8 +111,8 @@ def _search(
     k = settings.width
     batch, device = src.shape[0], src.device
     ctx, state = model.begin(src, src_mask)
-    first = torch.arange(batch, device=device).repeat_interleave(k)
-    ctx, state = take(ctx, first), take(state, first)
+    # The context stays one row per sentence; the state has a row per hypothesis, k per sentence in a row.
+    state = take(state, torch.arange(batch, device=device).repeat_interleave(k))
 
     active = torch.arange(batch, device=device)  # original sentence index of each computed sentence
     src_len = src_mask.sum(dim=1).double()
@@ -163,13 +168,13 @@ def _search(
         if not searching.any():
             break
         # A sentence whose search is over stays in the layout, inert (no live row, no room), until a
-        # quarter of the layout is such: then all leave at once. Dropping each as it ends would copy the
-        # per-hypothesis context (annotations and keys, the bulk of the memory) at almost every step.
+        # quarter of the layout is such: then all leave at once, rather than copying the context (the
+        # annotations and keys, the bulk of the memory) at almost every step.
         if int(searching.sum()) <= 3 * n // 4:
             keep = searching.nonzero().squeeze(1)
             active, room, min_len, max_len = active[keep], room[keep], min_len[keep], max_len[keep]
             live, values, origin, words, tokens, aligns = (t[keep] for t in (live, values, origin, words, tokens, aligns))
-            ctx = take(ctx, (keep.unsqueeze(1) * k + torch.arange(k, device=device)).view(-1))
+            ctx = take(ctx, keep)
             n, keep_rows = len(keep), keep
         else:
             live &= searching.unsqueeze(1)

@@ -36,10 +36,13 @@ class AdditiveAttention(nn.Module):
         return self.U_a(enc.annotations)
 
     def forward(self, query: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor]:
-        """Return the context c_i [B, A] and the weights α_i [B, S] (zero on padding)."""
-        energy = self.v_a(torch.tanh_(keys + self.W_a(query).unsqueeze(1))).squeeze(-1)
-        alpha = torch.softmax(energy.masked_fill(~enc.mask, float("-inf")), dim=-1)
-        return torch.bmm(alpha.unsqueeze(1), enc.annotations).squeeze(1), alpha
+        """The contexts c_i [N, A] and weights α_i [N, S] (zero on padding) of N = B·k queries, k per source
+        sentence in a row (beam search's hypotheses; k = 1 in training)."""
+        batch, _, width = keys.shape
+        q = self.W_a(query).view(batch, -1, 1, width)
+        energy = self.v_a(torch.tanh_(keys.unsqueeze(1) + q)).squeeze(-1)  # [B, k, S]
+        alpha = torch.softmax(energy.masked_fill(~enc.mask.unsqueeze(1), float("-inf")), dim=-1)
+        return torch.bmm(alpha, enc.annotations).flatten(0, 1), alpha.flatten(0, 1)
 
     def recurrence(self, gru: GroundhogGRU, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
         """The decoder's teacher-forced loop with the hand-written backward: queries, contexts, weights (recurrence.py)."""
@@ -60,7 +63,8 @@ class NoAttention(nn.Module):
         return enc.annotations[:, 0]
 
     def forward(self, query: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor]:
-        return keys, enc.mask.to(keys.dtype)
+        per_sentence = query.shape[0] // keys.shape[0]
+        return keys.repeat_interleave(per_sentence, dim=0), enc.mask.to(keys.dtype).repeat_interleave(per_sentence, dim=0)
 
     def recurrence(self, gru: GroundhogGRU, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
         """RNNencdec's loop is a plain GRU scan over W·y_t + C·c (c fixed), from s_0: the states before each word."""

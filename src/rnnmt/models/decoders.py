@@ -10,7 +10,8 @@ y_t as the next input. Without input feeding the LSTM runs over the whole target
 
 Both offer the same step interface to beam search: `begin` (per-sentence context and the first state),
 `predict` (logits for the next word) and `advance` (consume the chosen words). States are dicts of
-tensors with one row per hypothesis, so a search can reorder and drop rows without knowing the model.
+tensors with one row per hypothesis, so a search can reorder and drop rows without knowing the model;
+the context keeps one row per sentence, and the k hypotheses of a sentence (k rows in a row) share it.
 """
 
 from __future__ import annotations
@@ -257,11 +258,15 @@ class LuongDecoder(nn.Module):
         return ctx, self._step(enc.summary, bos, enc.summary.new_zeros(batch, self.hidden))
 
     def predict(self, ctx: Context, state: State, step: int) -> tuple[Tensor, Tensor, State]:
-        """Logits [N, V] and weights [N, S] of target position `step`; the state keeps h̃_t for feeding."""
-        steps = torch.tensor([step], device=state["top"].device)
-        h_tilde, alpha = self.attend(state["top"].unsqueeze(1), ctx, steps)
-        h_tilde = h_tilde.squeeze(1)
-        return self.W_s(h_tilde), alpha.squeeze(1), {**state, "h_tilde": h_tilde}
+        """Logits [N, V] and weights [N, S] of target position `step`; the state keeps h̃_t for feeding.
+
+        The N = B·k hypotheses, k per sentence of the context, query it as k positions of one sentence."""
+        top = state["top"]
+        per_sentence = top.shape[0] // ctx["enc"].mask.shape[0]
+        steps = torch.full((per_sentence,), step, device=top.device)
+        h_tilde, alpha = self.attend(top.view(-1, per_sentence, top.shape[-1]), ctx, steps)
+        h_tilde = h_tilde.flatten(0, 1)
+        return self.W_s(h_tilde), alpha.flatten(0, 1), {**state, "h_tilde": h_tilde}
 
     def advance(self, ctx: Context, state: State, words: Tensor) -> State:
         return self._step(state["lstm"], words, state["h_tilde"])

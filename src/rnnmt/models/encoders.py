@@ -22,10 +22,6 @@ class Encoded:
     # the final (h, c) of every layer (Luong) [B, 2, layers, H].
     summary: Tensor
 
-    def repeat(self, k: int) -> "Encoded":
-        """Each sentence k times in a row (beam search)."""
-        return Encoded(*(t.repeat_interleave(k, dim=0) for t in (self.annotations, self.mask, self.summary)))
-
     def select(self, rows: Tensor) -> "Encoded":
         """Only the given batch rows."""
         return Encoded(self.annotations[rows], self.mask[rows], self.summary[rows])
