@@ -45,12 +45,12 @@ class OutputNLL(torch.autograd.Function):
     @explicit_precision
     def forward(ctx: Any, h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, workspace: Workspace) -> Tensor:
         p = ctx.precision
-        # The logits in the products' dtype; the softmax reads them into the accumulation dtype.
-        logits = torch.mm(h.to(p.compute), p.weight(weight.t())) if bias is None else torch.addmm(p.weight(bias), h.to(p.compute), p.weight(weight.t()))
-        picked = logits.gather(1, target.unsqueeze(1)).squeeze(1).to(p.acc)
-        top = logits.amax(dim=1, keepdim=True).to(p.acc)
-        probs = workspace.take(*logits.shape, p.acc, logits.device)
-        torch.sub(logits, top, out=probs).exp_()  # unnormalised softmax
+        probs = workspace.take(h.shape[0], weight.shape[0], p.acc, h.device)
+        # The logits: a product in the compute dtype, read into the (float32) workspace.
+        logits = p.addmm(bias.to(p.acc).expand(h.shape[0], -1) if bias is not None else None, h, p.weight(weight.t()), out=probs)
+        picked = logits.gather(1, target.unsqueeze(1)).squeeze(1)
+        top = logits.amax(dim=1, keepdim=True)
+        probs.sub_(top).exp_()  # unnormalised softmax
         total = probs.sum(dim=1)
         ctx.has_bias = bias is not None
         ctx.save_for_backward(h, weight, probs, total, target)
@@ -64,6 +64,7 @@ class OutputNLL(torch.autograd.Function):
         d_logits = probs.mul_((grad / total).unsqueeze(1))  # softmax · g, in the workspace
         d_logits.scatter_add_(1, target.unsqueeze(1), -grad.unsqueeze(1))
         d_bias = d_logits.sum(dim=0) if ctx.has_bias else None
+        # (one conversion pass; torch's mixed-dtype elementwise kernels are several times slower)
         d_logits = p.weight(d_logits)
         return p.mm(d_logits, p.weight(weight)), p.mm(d_logits.t(), p.weight(h)), d_bias, None, None
 
