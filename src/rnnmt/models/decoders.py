@@ -236,6 +236,7 @@ class LuongDecoder(nn.Module):
             "layers": layers, "clip": self.state_clip, "attend": attend, "params": params,
             "feed_mask": self._dropout_mask(shape, self.drop.p, x1),
             "layer_masks": self._dropout_mask((layers - 1, *shape), net.dropout, x1) if layers > 1 else None,
+            "dot_mask": enc.mask if self.attention.kind == "global" and self.attention.score in ("dot", "general") else None,
         }  # fmt: skip
         return LuongFeedLoop.apply(spec, x1, *state, *tensors)
 

@@ -272,7 +272,10 @@ class LuongFeedLoop(torch.autograd.Function):
     The attention (any of attention.py's Luong kinds) is `attend(h [B, H], keys, annotations, t) ->
     (c [B, H], α [B, S])`; its backward is autograd's, recomputed per step in the backward pass. `attend`
     reads the attention's parameters from its module; they are also passed as inputs (and listed in
-    spec["params"]) only so that autograd hands their gradients on.
+    spec["params"]) only so that autograd hands their gradients on. Global attention with a dot-product
+    score (dot, general: keys W_a h̄_s prepared outside), `spec["dot_mask"]` the source mask, is written
+    out instead: α = softmax(keys·h_t) over the mask, c_t = Σ_s α_s h̄_s (`attnLayerForward.m`), its
+    backward too, with the keys' and annotations' gradients of all steps as one product each.
 
     Tensors (after `spec`): x1 [B, T, 4H], h0 and c0 [L, B, H], then per layer W_ih (layer 1: the h̃
     columns), W_hh, bias (layers 2..L; None for layer 1 and without biases), then W_c's context and
@@ -284,7 +287,7 @@ class LuongFeedLoop(torch.autograd.Function):
     @explicit_precision
     def forward(ctx: Any, spec: dict[str, Any], x1: Tensor, h0: Tensor, c0: Tensor, *tensors: Tensor | None) -> tuple[Tensor, Tensor]:
         L, clip, attend, p = spec["layers"], spec["clip"], spec["attend"], ctx.precision
-        feed_mask, layer_masks = spec["feed_mask"], spec["layer_masks"]
+        feed_mask, layer_masks, dot_mask = spec["feed_mask"], spec["layer_masks"], spec["dot_mask"]
         W_ih, W_hh, bias = tensors[0 : 3 * L : 3], tensors[1 : 3 * L : 3], tensors[2 : 3 * L : 3]
         Wc_c, Wc_h, b_c, keys, annotations = tensors[3 * L : 3 * L + 5]
         keys, annotations = keys.to(p.acc), annotations.to(p.acc)
@@ -315,12 +318,16 @@ class LuongFeedLoop(torch.autograd.Function):
                 _lstm_cell(pre, c[layer, t], c_raw[layer, t], tanh_c[layer, t], h[layer, t + 1])
                 c[layer, t + 1] = c_raw[layer, t].clamp(-clip, clip) if clip is not None else c_raw[layer, t]
             top = h[L - 1, t + 1]
-            context, alpha = attend(top, keys, annotations, t)
-            contexts[t], alphas[t] = context, alpha
+            if dot_mask is not None:
+                energy = torch.bmm(keys, top.unsqueeze(2)).squeeze(2).masked_fill_(~dot_mask, float("-inf"))
+                torch.ops.aten._softmax.out(energy, -1, False, out=alphas[t])
+                torch.bmm(alphas[t].unsqueeze(1), annotations, out=contexts[t].unsqueeze(1))
+            else:
+                contexts[t], alphas[t] = attend(top, keys, annotations, t)
             pre = p.addmm(b_c.expand(B, H) if b_c is not None else None, contexts[t], Wcc_t)
             torch.tanh(p.addmm(pre, top, Wch_t), out=h_tilde[t + 1])
         ctx.spec = spec
-        ctx.save_for_backward(h, c, gates, c_raw, tanh_c, inputs, h_tilde, contexts, *tensors)
+        ctx.save_for_backward(h, c, gates, c_raw, tanh_c, inputs, h_tilde, contexts, alphas, *tensors)
         return h_tilde[1:].transpose(0, 1), alphas.transpose(0, 1)
 
     @staticmethod
@@ -328,8 +335,8 @@ class LuongFeedLoop(torch.autograd.Function):
     def backward(ctx: Any, d_h_tilde: Tensor, d_alphas: Tensor | None) -> tuple[Tensor | None, ...]:
         spec, p = ctx.spec, ctx.precision
         L, clip, attend, params = spec["layers"], spec["clip"], spec["attend"], spec["params"]
-        feed_mask, layer_masks = spec["feed_mask"], spec["layer_masks"]
-        h, c, gates, c_raw, tanh_c, inputs, h_tilde, contexts, *tensors = ctx.saved_tensors
+        feed_mask, layer_masks, dot_mask = spec["feed_mask"], spec["layer_masks"], spec["dot_mask"]
+        h, c, gates, c_raw, tanh_c, inputs, h_tilde, contexts, alphas, *tensors = ctx.saved_tensors
         W_ih, W_hh, bias = tensors[0 : 3 * L : 3], tensors[1 : 3 * L : 3], tensors[2 : 3 * L : 3]
         Wc_c, Wc_h, b_c, keys, annotations = tensors[3 * L : 3 * L + 5]
         keys, annotations = keys.to(p.acc), annotations.to(p.acc)
@@ -344,24 +351,35 @@ class LuongFeedLoop(torch.autograd.Function):
         dc = [p.buffer(contexts, B, H, zero=True) for _ in range(L)]  # dL/dc[l, t + 1] (carried) from step t + 1
         d_fed = p.buffer(contexts, B, H, zero=True)  # dL/dh̃_t from step t + 1's input
         Wih, Whh, Wcc, Wch = [p.weight(w) for w in W_ih], [p.weight(w) for w in W_hh], p.weight(Wc_c), p.weight(Wc_h)
+        if dot_mask is not None:
+            d_scores, d_contexts = p.buffer(contexts, *alphas.shape), p.buffer(contexts, T, B, H)
         for t in range(T - 1, -1, -1):
             torch.ops.aten.tanh_backward.grad_input(d_h_tilde[t] + d_fed, h_tilde[t + 1], grad_input=d_pre_c[t])
             top = h[L - 1, t + 1]
-            with torch.enable_grad():
-                leaves = [top.detach().requires_grad_(), keys.detach().requires_grad_(), annotations.detach().requires_grad_()]
-                context, alpha = attend(*leaves, t)
-                outputs, grads = [context], [p.mm(d_pre_c[t], Wcc)]
+            d_context = p.mm(d_pre_c[t], Wcc)
+            if dot_mask is not None:
+                d_contexts[t] = d_context
+                d_alpha = torch.bmm(annotations, d_context.unsqueeze(2)).squeeze(2)
                 if d_alphas is not None:
-                    outputs.append(alpha)
-                    grads.append(d_alphas[t])
-                found = torch.autograd.grad(outputs, leaves + list(params), grads, allow_unused=True)
-            d_top = p.addmm(found[0], d_pre_c[t], Wch)
-            d_keys += found[1] if found[1] is not None else 0
-            d_annotations += found[2] if found[2] is not None else 0
-            for acc, g in zip(d_params, found[3:]):
-                if g is not None:
-                    acc += g
-            d_below = d_top
+                    d_alpha += d_alphas[t]
+                torch.ops.aten._softmax_backward_data.out(d_alpha, alphas[t], -1, alphas.dtype, grad_input=d_scores[t])
+                d_top = torch.bmm(d_scores[t].unsqueeze(1), keys).squeeze(1)
+            else:
+                with torch.enable_grad():
+                    leaves = [top.detach().requires_grad_(), keys.detach().requires_grad_(), annotations.detach().requires_grad_()]
+                    context, alpha = attend(*leaves, t)
+                    outputs, grads = [context], [d_context]
+                    if d_alphas is not None:
+                        outputs.append(alpha)
+                        grads.append(d_alphas[t])
+                    found = torch.autograd.grad(outputs, leaves + list(params), grads, allow_unused=True)
+                d_top = found[0]
+                d_keys += found[1] if found[1] is not None else 0
+                d_annotations += found[2] if found[2] is not None else 0
+                for acc, g in zip(d_params, found[3:]):
+                    if g is not None:
+                        acc += g
+            d_below = p.addmm(d_top, d_pre_c[t], Wch)
             for layer in range(L - 1, -1, -1):
                 d_out = dh[layer] + d_below
                 if clip is not None:
@@ -373,6 +391,10 @@ class LuongFeedLoop(torch.autograd.Function):
                     d_fed = d_in * feed_mask[t] if feed_mask is not None else d_in
                 else:
                     d_below = d_in * layer_masks[layer - 1, t] if layer_masks is not None else d_in
+        if dot_mask is not None:
+            # Σ_t of the per-step outer products, one batched product each.
+            d_keys = torch.bmm(d_scores.permute(1, 2, 0), h[L - 1, 1:].transpose(0, 1))
+            d_annotations = torch.bmm(alphas.permute(1, 2, 0), d_contexts.transpose(0, 1))
         grads: list[Tensor | None] = []
         for layer in range(L):
             d_bias = d_gates[layer].sum((0, 1)) if bias[layer] is not None else None
