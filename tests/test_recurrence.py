@@ -200,3 +200,53 @@ def test_luong_fused_encoder_equals_torchs_lstm(clip):
     assert torch.allclose(fa[real], pa[real], atol=1e-12) and torch.allclose(fs, ps, atol=1e-12)
     for f, p in zip(fg, pg):
         assert torch.allclose(f, p, atol=1e-12)
+
+
+def bfloat16_errors(module: torch.nn.Module, outputs) -> dict[str, float]:
+    """Relative error of every parameter gradient of `module` under autocast (bfloat16), fused and plain,
+    against the plain float32 gradient; `outputs()` runs the part of the model under test."""
+    torch.manual_seed(5)
+    weights = [torch.randn_like(o.float()) for o in outputs()]  # a smooth loss on every output
+    grads = {}
+    for kind, dtype in (("plain", None), ("plain", torch.bfloat16), ("fused", torch.bfloat16)):
+        set_recurrence(module, kind)
+        module.zero_grad()
+        with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
+            results = outputs()
+        sum((o.float() * w).sum() for o, w in zip(results, weights)).backward()
+        grads[(kind, dtype)] = torch.cat([p.grad.flatten() for p in module.parameters() if p.grad is not None])
+    exact = grads[("plain", None)]
+    return {kind: float((grads[(kind, torch.bfloat16)] - exact).norm() / exact.norm()) for kind in ("plain", "fused")}
+
+
+def test_bfloat16_fused_loops_are_as_accurate_as_autocast():
+    """Under autocast the fused loops run their products in bfloat16, as autograd's path does, and their
+    gradients are as close to float32 (within 1.5×; a dtype mistake would be off by orders of magnitude).
+    (Maxout's selection makes the whole model's gradient discontinuous, so the parts are checked.)"""
+    torch.manual_seed(0)
+    model = build_model(tiny_model_config(), 20, 22)
+    src = torch.randint(4, 20, (3, 7))
+    src_mask = torch.tensor([[1] * 7, [1] * 5 + [0] * 2, [1] * 3 + [0] * 4], dtype=torch.bool)
+    tgt = torch.randint(4, 22, (3, 6))
+    dec = model.decoder
+
+    def encoder():
+        enc = model.encode(src, src_mask)
+        return [enc.annotations, enc.summary]
+
+    def attention_loop():
+        enc = model.encode(src, src_mask)
+        recur = dec.attention.recurrence if dec.gru.fused else dec._recurrence
+        return list(recur(dec.gru, dec.init_state(enc), dec.gru.project_inputs(dec.embed(tgt)), dec.attention.prepare(enc), enc))
+
+    luong_cfg = tiny_luong_config(layers=2, bias=True)
+    luong = build_model(luong_cfg, 20, 22)
+    l_src, l_mask = SourceFormat.of(luong_cfg).batch([torch.tensor([5, 6, 7, 8, 9]), torch.tensor([9, 10])])
+    l_tgt = torch.tensor([[9, 10, 11, 12, 2], [13, 14, 2, 0, 0]])
+
+    def luong_features():
+        return list(luong.features(l_src, l_mask, l_tgt))
+
+    for module, outputs in ((model, encoder), (model, attention_loop), (luong, luong_features)):
+        errors = bfloat16_errors(module, outputs)
+        assert 0 < errors["fused"] < 1.5 * errors["plain"], (outputs.__name__, errors)

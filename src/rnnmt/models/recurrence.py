@@ -55,9 +55,11 @@ class Precision:
         if a.dtype == b.dtype == self.acc:
             return torch.mm(a, b, out=out) if base is None else torch.addmm(base, a, b, out=out)
         product = torch.mm(a.to(b.dtype), b)
-        if base is None:
-            return product.to(self.acc) if out is None else out.copy_(product)
-        return torch.add(base, product, out=out)
+        # A conversion, then a float32 addition: torch's mixed-dtype elementwise kernels are slow.
+        if base is not None and out is not None and out.data_ptr() == base.data_ptr():
+            return out.add_(product.to(self.acc))
+        result = product.to(self.acc) if out is None else out.copy_(product)
+        return result if base is None else result.add_(base)
 
     def buffer(self, x: Tensor, *shape: int, zero: bool = False) -> Tensor:
         return (torch.zeros if zero else torch.empty)(*shape, dtype=self.acc, device=x.device)
