@@ -49,10 +49,12 @@ def tiny_paper_config(tmp_path: Path) -> Path:
 )
 def test_paper_shape_bench_reports_speed_budget_and_operator_calls(tiny_paper_config, tmp_path, system, budget):
     out = tmp_path / "bench.json"
-    code = main(["bench", "train", "--paper-shape", system, "--config", str(tiny_paper_config), "--steps", "2", "--device", "cpu", "--output", str(out)])
+    code = main(["bench", "train", "--paper-shape", system, "--config", str(tiny_paper_config), "--steps", "2", "--device", "cpu",
+                 "--precision", "bfloat16", "--output", str(out)])  # fmt: skip
     result = json.loads(out.read_text())
     assert code in (0, None)
     assert result["system"] == system and result["data"] == "random, paper sizes" and result["batch_size"] == 4
+    assert result["precision"] == "bfloat16" and result["recurrence"] == "fused"
     assert result["paper_budget_updates"] == budget
     assert result["projected_hours"] == pytest.approx(budget / result["updates_per_s"] / 3600)
     assert 0 < result["batch_fill"] <= 1 and result["target_tokens_per_update"] > 0

@@ -109,6 +109,8 @@ def bench_train(a: argparse.Namespace, device: torch.device) -> dict[str, Any]:
         _need(a, "system", "data", "src_vocab", "tgt_vocab")
         system, data, budget = read_system(a.system), ParallelData.load(a.data), None
         src_vocab, tgt_vocab = Vocab.load(a.src_vocab), Vocab.load(a.tgt_vocab)
+    overrides = {key: getattr(a, key) for key in ("precision", "recurrence") if getattr(a, key)}
+    system = {**system, "train": {**system["train"], **overrides}}
     with tempfile.TemporaryDirectory() as tmp:
         trainer = Trainer(system, data, {}, src_vocab, tgt_vocab, Path(tmp), device, {})
         for u in range(WARMUP):
@@ -134,6 +136,7 @@ def bench_train(a: argparse.Namespace, device: torch.device) -> dict[str, Any]:
         "batch_fill": tokens / positions,
         "operator_calls_per_update": ops,
         "recurrence": trainer.cfg["recurrence"],
+        "precision": trainer.cfg["precision"],
     }
     if budget is not None:
         result.update({"paper_budget_updates": budget, "projected_hours": budget / (a.steps / seconds) / 3600})

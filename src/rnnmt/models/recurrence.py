@@ -1,17 +1,18 @@
-"""The decoders' recurrent loops and GroundHog's GRU scan, with a hand-written backward (the `fused` path).
+"""The recurrent loops with a hand-written backward pass (the `fused` path): GroundHog's GRU over a
+sequence, Bahdanau's attention decoder, Luong's input-feeding decoder and one LSTM layer over a sequence.
 
 Autograd through a Python loop records a dozen small operations per time step and, in the backward pass,
-computes every weight gradient as one small matrix product per step. These functions run the same
-equations (gru.py, attention.py, decoders.py; GroundHog's `RecurrentLayer.step_fprop` in
+computes every weight gradient as one small matrix product per step. These functions run the equations
+of gru.py, lstm.py, attention.py and decoders.py (GroundHog's `RecurrentLayer.step_fprop` in
 groundhog/layers/rec_layers.py and `RecurrentLayerWithSearch.step_fprop` in experiments/nmt/encdec.py,
-paper-spec §1.2–1.4; Luong's below) with preallocated buffers,
-keep what the backward pass needs, and compute the weight gradients of all steps as one matrix product
-each after the loop. `GroundhogGRU.scan`, `BahdanauDecoder.features` and (with input feeding)
+paper-spec §1.2–1.4; nmt.matlab for Luong's, below) with preallocated buffers, keep what the backward
+pass needs, and compute the weight gradients of all steps as one matrix product each after the loop.
+`GroundhogGRU.scan`, `BahdanauDecoder.features`, `LSTMEncoder` and (with input feeding)
 `LuongDecoder.features` use them unless the model is set to the plain path (`train.recurrence: plain`),
 which autograd differentiates step by step and which the tests compare them with.
 
-Under autocast (`train.precision: bfloat16`) the matrix products run in bfloat16 and everything else (states,
-gates, softmax, gradients) in float32: `Precision` holds the two dtypes.
+Under autocast (`train.precision: bfloat16`) the matrix products run in bfloat16 and everything else
+(states, gates, softmax, gradients) in float32: `Precision` holds the two dtypes.
 
 Notation (per step, rows = batch): gates g = σ(x_zr + U_zr h), z = g[:H], r = g[H:]; candidate
 h̃ = tanh(x_h + b + U (r ∘ h)); h' = h + m ∘ z ∘ (h̃ − h), m = 1 on real positions (0 carries h over).
@@ -267,8 +268,9 @@ class LuongFeedLoop(torch.autograd.Function):
     """Luong's teacher-forced decoder with input feeding (decoders.py, §4.1–4.3): for t = 1..T the stacked
     LSTM consumes [E y_{t−1}; h̃_{t−1}], the top state h_t queries the attention, h̃_t = tanh(W_c [c_t; h_t]).
 
-    nmt.matlab's `lstmUnit.m` and `attnLayerForward.m` compute the same: torch's LSTM gate order (i, f, g, o),
-    c_t = f∘c + i∘g, h_t = o∘tanh(c_t); with `clip` the carried cell is clipped to ±clip after computing h_t.
+    nmt.matlab's code/layers/lstmUnitForward.m (gates stacked i, f, o, a there; torch's i, f, g, o here)
+    and attnLayerForward.m compute the same: c_t = f∘c + i∘g, h_t = o∘tanh(c_t); with `clip` the carried
+    cell is clipped to ±clip after computing h_t.
     The embedding part of layer 1's input, E y W_e (+ biases), is projected for all steps outside the loop
     (`x1`); dropout masks (scaled by 1/(1 − p), or None) apply to the fed-back h̃ and between the layers.
     The attention (any of attention.py's Luong kinds) is `attend(h [B, H], keys, annotations, t) ->
