@@ -78,8 +78,9 @@ class LSTMEncoder(nn.Module):
     """Luong's encoder: stacked LSTM over the (optionally reversed) source words, dropout on each layer's input.
 
     The annotations are the top layer's states h̄_s; the decoder starts from every layer's final (h, c).
-    `fused` (the default) runs the layers with the hand-written backward of recurrence.py; False runs
-    torch's LSTM over packed sequences (or the step loop with clipping), the reference.
+    `fused` (the default) runs the layers with the hand-written backward of recurrence.py (except on a
+    GPU without clipping: cuDNN); False runs torch's LSTM over packed sequences (or the step loop with
+    clipping), the reference.
     """
 
     fused = True
@@ -94,7 +95,8 @@ class LSTMEncoder(nn.Module):
 
     def forward(self, src: Tensor, mask: Tensor) -> Encoded:
         x = self.drop(self.embed(src))
-        if self.fused:
+        # On a GPU, cuDNN's kernel over the whole sequence is the fast path (and faithful without clipping).
+        if self.fused and (x.device.type != "cuda" or self.state_clip is not None):
             out, final = lstm.scan(self.lstm, x, mask, self.state_clip, self.training)
         else:
             out, final = lstm.run(self.lstm, x, mask, None, self.state_clip)
