@@ -72,6 +72,7 @@ def paper_shape(config_path: Path, name: str) -> dict[str, Any]:
     """System `name` at the `paper` scale, with random data of its vocabulary sizes and its update budget."""
     from rnnmt import config as rnnmt_config
     from rnnmt.text.vocab import Vocab
+    from rnnmt.train.batching import updates_for_epochs
 
     schema = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
     config = rnnmt_config.load(config_path, schema if schema.exists() else config_path.parent / "workflow" / "schemas" / "config.schema.yaml")
@@ -91,7 +92,7 @@ def paper_shape(config_path: Path, name: str) -> dict[str, Any]:
         pairs = config["bench"]["paper_pairs"].get(system["pair"])
         if pairs is None:
             raise UserError(f"--paper-shape {name}: its budget is in epochs, but bench.paper_pairs in {config_path} has no '{system['pair']}'.")
-        budget = int(train["epochs"] * -(-pairs // train["batch_size"]))
+        budget = updates_for_epochs(train["epochs"], pairs, train["batch_size"])
     return {"system": system, "data": data, "vocab": Vocab(words, [1] * size), "budget": budget}
 
 
@@ -116,12 +117,13 @@ def bench_train(a: argparse.Namespace, device: torch.device) -> dict[str, Any]:
         for u in range(WARMUP):
             trainer.step(u)
         _sync(device)
-        start, tokens, sents, positions = time.perf_counter(), 0, 0, 0
+        start, tokens, sents = time.perf_counter(), 0, 0
         for u in range(WARMUP, WARMUP + a.steps):
             _, n, t = trainer.step(u)
-            sents, tokens, positions = sents + n, tokens + t, positions + trainer.stream.batch(u).tgt.numel()
+            sents, tokens = sents + n, tokens + t
         _sync(device)
         seconds = time.perf_counter() - start
+        positions = sum(trainer.stream.batch(u).tgt.numel() for u in range(WARMUP, WARMUP + a.steps))  # outside the timing
         ops = _ops_per_update(trainer, WARMUP + a.steps)
     result = {
         "system": system["name"],

@@ -134,7 +134,7 @@ class BatchStream:
 
     def updates_for(self, epochs: float) -> int:
         """The number of updates that makes `epochs` passes over the training data."""
-        return max(1, round(epochs * self.pairs / self.batch_size))
+        return updates_for_epochs(epochs, self.pairs, self.batch_size)
 
     def _group_batches(self, group: int) -> list[Tensor]:
         size = self.batch_size * self.sort_k
@@ -154,6 +154,11 @@ class BatchStream:
         if self._group is None or self._group[0] != group:
             self._group = (group, self._group_batches(group))
         return collate(self.data, self._group[1][within], self.source)
+
+
+def updates_for_epochs(epochs: float, pairs: int, batch_size: int) -> int:
+    """The number of updates of `batch_size` pairs that makes `epochs` passes over `pairs` pairs."""
+    return max(1, round(epochs * pairs / batch_size))
 
 
 SORT_KEYS = {"max": torch.maximum, "target": lambda src, tgt: tgt}
