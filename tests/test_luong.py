@@ -80,19 +80,40 @@ def test_concat_score_is_luongs_simplified_form():
     check(alpha, softmax([dot(v, [math.tanh(h[i] + wq[i]) for i in range(2)]) for h in H_BAR]) + [0.0])
 
 
-def test_location_score_uses_the_first_positions_and_ignores_words_beyond():
-    att = LuongAttention(2, "global", "location", 10, 5, False)
-    w = [[0.2, 0.1], [-0.3, 0.5], [1.0, 1.0], [7.0, 7.0], [0.0, 0.0]]
+def encoded_lengths(lengths: list[int]) -> Encoded:
+    """A batch of sentences of the given lengths over H_BAR's states (padded to 4 positions)."""
+    annotations = torch.tensor([H_BAR + [[9.0, 9.0]]] * len(lengths))
+    mask = torch.tensor([[s < n for s in range(4)] for n in lengths])
+    return Encoded(annotations, mask, annotations[:, 0])
+
+
+def location_weights(slots: list[list[float]], lengths: list[int]) -> list[list[float]]:
+    att = LuongAttention(2, "global", "location", 10, len(slots), reversed_source=True)
     with torch.no_grad():
-        att.W_a.weight.copy_(torch.tensor(w))
-    alpha, _ = attend(att)
-    check(alpha, softmax(matvec(w, QUERY)[:3]) + [0.0])
-    # Only two positions known to the model: the third word gets no weight.
-    short = LuongAttention(2, "global", "location", 10, 2, False)
-    with torch.no_grad():
-        short.W_a.weight.copy_(torch.tensor(w[:2]))
-    alpha, _ = attend(short)
-    check(alpha, softmax(matvec(w[:2], QUERY)) + [0.0, 0.0])
+        att.W_a.weight.copy_(torch.tensor(slots))
+    enc = encoded_lengths(lengths)
+    query = torch.tensor([QUERY]).expand(len(lengths), 1, 2)
+    return att(query, att.prepare(enc), enc, torch.tensor([0]))[1][:, 0].tolist()
+
+
+def test_location_rows_score_the_same_original_word_whatever_the_length():
+    """nmt.matlab (updateDataSrcVecs.m before 1f7dc9c) right-aligns the states it reads in the P slots: with a
+    reversed source the last row always scores the first word, the one before it the second word."""
+    w = [[0.2, 0.1], [-0.3, 0.5], [1.0, 1.0], [7.0, -7.0], [0.0, 2.0]]
+    row = matvec(w, QUERY)
+    three, two = location_weights(w, [3, 2])
+    # Three words read as (w2, w1, w0) sit in slots 2, 3, 4; two words (w1, w0) in slots 3, 4.
+    check(three, softmax(row[2:5]) + [0.0])
+    check(two, softmax(row[3:5]) + [0.0, 0.0])
+    # The first word (w0) is scored by row 4 in both, the second (w1) by row 3: their odds agree.
+    assert three[2] / three[1] == pytest.approx(two[1] / two[0], rel=1e-5)
+
+
+def test_location_gives_words_beyond_the_slots_no_weight():
+    """With fewer slots than words, the states read first (reversed: the words near the end) get none."""
+    w = [[0.2, 0.1], [-0.3, 0.5]]
+    (alpha,) = location_weights(w, [3])
+    check(alpha, [0.0] + softmax(matvec(w, QUERY)) + [0.0])
 
 
 def test_local_m_centres_on_the_target_step_in_original_order():
@@ -108,24 +129,40 @@ def test_local_m_centres_on_the_target_step_in_original_order():
     check(alpha, [*softmax(scores[0:2]), 0.0, 0.0])
 
 
-@pytest.mark.parametrize("v_p", [0.0, 3.0])
-def test_local_p_window_and_gaussian_without_renormalisation(v_p):
-    """p_t = S·sigmoid(v_pᵀ tanh(W_p h_t)); softmax over the window around ⌊p_t⌋, times exp(−(s−p_t)²/2σ²), σ = D/2."""
-    att = LuongAttention(2, "local-p", "dot", 1, 10, reversed_source=True)
+def nmt_matlab_local_p(scores: list[float], scale: float, window: int) -> list[float]:
+    """Weights over the original words 1..n as nmt.matlab computes them (1-based, attnLayerForward.m,
+    buildSrcVecs.m, distLayerForward.m): mu = scale·(srcLens − 1) + 1 with srcLens = n + 1, a window of
+    ±D around floor(mu) cut to the sentence, the softmax over it times exp(−((i − mu)/σ)²/2), σ = D/2."""
+    n = len(scores)
+    mu = scale * n + 1
+    inside = [i for i in range(1, n + 1) if abs(i - math.floor(mu)) <= window]
+    probs = softmax([scores[i - 1] for i in inside])
+    weights = [0.0] * n
+    for i, a in zip(inside, probs):
+        weights[i - 1] = a * math.exp(-0.5 * ((i - mu) / (window / 2)) ** 2)
+    return weights
+
+
+@pytest.mark.parametrize("reversed_source", [True, False])
+@pytest.mark.parametrize("v_p", [0.0, 3.0, -3.0, 40.0])
+def test_local_p_centres_in_the_original_word_order(v_p, reversed_source):
+    """p_t = n·sigmoid(v_pᵀ tanh(W_p h_t)) in the original order, window and Gaussian as nmt.matlab's."""
+    att = LuongAttention(2, "local-p", "dot", 1, 10, reversed_source=reversed_source)
     with torch.no_grad():
         att.W_p.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0]]))
         att.v_p.weight.copy_(torch.tensor([[v_p, -v_p]]))
-    p = 3 / (1 + math.exp(-(v_p * math.tanh(QUERY[0]) - v_p * math.tanh(QUERY[1]))))
-    window = [s for s in range(3) if abs(s - math.floor(p)) <= 1]
-    inside = softmax([dot(QUERY, H_BAR[s]) for s in window])
-    expected = [0.0] * 4
-    for s, a in zip(window, inside):
-        expected[s] = a * math.exp(-((s - p) ** 2) / (2 * 0.5**2))
+    # The sigmoid in float32, as the model computes it: at v_p = 40 it is exactly 1.
+    scale = float(torch.sigmoid(torch.tensor(v_p * math.tanh(QUERY[0]) - v_p * math.tanh(QUERY[1]))))
+    # H_BAR is the encoder's input order: reversed, original word i (1-based) sits at position n − i.
+    states = H_BAR[::-1] if reversed_source else H_BAR
+    by_word = nmt_matlab_local_p([dot(QUERY, h) for h in states], scale, window=1)
+    expected = (by_word[::-1] if reversed_source else by_word) + [0.0]
     alpha, c = attend(att)
     check(alpha, expected)
     assert c == pytest.approx(context_of(expected[:3]), abs=1e-6)
-    # v_p = 0: p_t = 1.5, window {0, 1, 2}; v_p = 3: p_t = 2.8, window {1, 2, 3} cut at the sentence end.
-    assert window == ([0, 1, 2] if v_p == 0 else [1, 2])
+    # mu = 2.5 (window words 1-3), 3.82 (words 2-3), 1.18 (words 1-2), 4.0 (one past the last word: word 3 alone).
+    centre = {0.0: 2, 3.0: 3, -3.0: 1, 40.0: 4}[v_p]
+    assert [i for i in (1, 2, 3) if by_word[i - 1] > 0] == [i for i in (1, 2, 3) if abs(i - centre) <= 1]
 
 
 def test_source_reversal_with_padding_ends_on_the_real_last_word():

@@ -78,12 +78,21 @@ class NoAttention(nn.Module):
 class LuongAttention(nn.Module):
     """a_t over source positions for queries h_t [B, T, H] at 0-based target steps `steps` [T]; no biases.
 
-    Positions are those of the encoder's input, so with a reversed source position 0 holds the last word.
-    Local attention keeps the window [p_t − D, p_t + D] inside the sentence: local-m centres it on the
-    target step in the original (unreversed) word order; local-p on ⌊p_t⌋ with p_t = S·sigmoid(v_pᵀ
-    tanh(W_p h_t)), and multiplies the softmax over the window by exp(−(s − p_t)² / 2σ²), σ = D/2, without
-    renormalising (Luong's code). The location score is defined for `max_positions` source positions;
-    words beyond get no weight ("we ignore words near the end").
+    Positions are those of the encoder's input (with a reversed source, position 0 holds the last word);
+    local windows and location rows are placed as nmt.matlab places them, in the original word order:
+
+    - local-m centres the window [p_t − D, p_t + D] on the target step, clipped to the last word
+      (`attnLayerForward.m`: `srcPositions = tgtPos`, capped at `srcLens − 1`, srcLens = n + 1 with EOS).
+    - local-p: p_t = n·sigmoid(v_pᵀ tanh(W_p h_t)) counts 0-based in the original order, so it runs from the
+      first word to one past the last (`regressPositions`: `mu = scales.*(srcLens-1) + 1`, 1-based); the
+      window is centred on ⌊p_t⌋ (`srcPositions = floor(mu)`, then `srcMaxLen − srcPositions` indexes the
+      reversed states), cut to the sentence (`buildSrcVecs.m`), and the softmax over it is multiplied by
+      exp(−(j − p_t)² / 2σ²), σ = D/2, j the original position, without renormalising (`distLayerForward.m`).
+    - location: softmax(W_a h_t) over `max_positions` slots into which the source states are right-aligned
+      as the encoder reads them (`updateDataSrcVecs.m` before commit 1f7dc9c: `absSrcHidVecs(:, :,
+      numAttnPositions−numSrcHidVecs+1:end) = srcHidVecsOrig`), so the last row of W_a always scores the
+      last word read (with a reversed source, the first word), whatever the length. Words beyond the slots
+      (read first; with a reversed source, those near the end) get no weight.
     """
 
     static = False
@@ -107,39 +116,40 @@ class LuongAttention(nn.Module):
         """The keys the scores read: W_a h̄_s for general (once per batch), else h̄_s."""
         return self.W_a(enc.annotations) if self.score == "general" else enc.annotations
 
-    def energies(self, query: Tensor, keys: Tensor) -> Tensor:
-        """score(h_t, h̄_s) for every step and position: [B, T, S]."""
+    def energies(self, query: Tensor, keys: Tensor, lengths: Tensor) -> Tensor:
+        """score(h_t, h̄_s) for every step and position: [B, T, S] (sentence lengths [B] place the location slots)."""
         if self.score in ("dot", "general"):
             return torch.bmm(query, keys.transpose(1, 2))
         if self.score == "concat":
             return self.v_a(torch.tanh(keys.unsqueeze(1) + self.W_a(query).unsqueeze(2))).squeeze(-1)
-        energy = self.W_a(query)
-        width = keys.shape[1]
-        if energy.shape[-1] >= width:
-            return energy[..., :width]
-        return torch.cat([energy, energy.new_full((*energy.shape[:-1], width - energy.shape[-1]), float("-inf"))], dim=-1)
+        energy = self.W_a(query)  # [B, T, P]
+        slots = energy.shape[-1]
+        # Encoder position s of a sentence of n words sits in slot P − n + s; padding reads slot 0, masked later.
+        slot = torch.arange(keys.shape[1], device=query.device) + (slots - lengths).unsqueeze(1)  # [B, S]
+        scores = energy.gather(-1, slot.clamp(0, slots - 1).unsqueeze(1).expand(-1, query.shape[1], -1))
+        return scores.masked_fill((slot < 0).unsqueeze(1), float("-inf"))
+
+    def original_positions(self, lengths: Tensor, width: int) -> Tensor:
+        """The 0-based original word index of every encoder position: [B, S] (negative on reversed padding)."""
+        positions = torch.arange(width, device=lengths.device).unsqueeze(0)
+        return lengths.unsqueeze(1) - 1 - positions if self.reversed_source else positions.expand(len(lengths), -1)
 
     def forward(self, query: Tensor, keys: Tensor, enc: Encoded, steps: Tensor) -> tuple[Tensor, Tensor]:
         """Return the contexts c_t [B, T, H] and the weights a_t [B, T, S] (zero outside the mask and window)."""
+        lengths = enc.mask.sum(dim=1)
         allowed = enc.mask.unsqueeze(1).expand(-1, query.shape[1], -1)
         gauss = None
         if self.kind != "global":
-            length = enc.mask.sum(dim=1, keepdim=True).to(query.dtype)  # [B, 1]
-            positions = torch.arange(keys.shape[1], device=query.device, dtype=query.dtype)
+            n = lengths.to(query.dtype).unsqueeze(1)  # [B, 1]
+            original = self.original_positions(lengths, keys.shape[1]).to(query.dtype).unsqueeze(1)  # [B, 1, S]
             if self.kind == "local-m":
-                # p_t = t in the original word order, clipped to the last word.
-                centre = torch.minimum(steps.to(query.dtype).unsqueeze(0), length - 1)
-                if self.reversed_source:
-                    centre = length - 1 - centre
-                p = centre
+                centre = torch.minimum(steps.to(query.dtype).unsqueeze(0), n - 1)
             else:
-                p = length * torch.sigmoid(self.v_p(torch.tanh(self.W_p(query)))).squeeze(-1)
+                p = n * torch.sigmoid(self.v_p(torch.tanh(self.W_p(query)))).squeeze(-1)  # [B, T]
                 centre = torch.floor(p)
-            allowed = allowed & ((positions - centre.unsqueeze(-1)).abs() <= self.window)
-            if self.kind == "local-p":
-                sigma = self.window / 2
-                gauss = torch.exp(-((positions - p.unsqueeze(-1)) ** 2) / (2 * sigma**2))
-        alpha = torch.softmax(self.energies(query, keys).masked_fill(~allowed, float("-inf")), dim=-1)
+                gauss = torch.exp(-((original - p.unsqueeze(-1)) ** 2) / (2 * (self.window / 2) ** 2))
+            allowed = allowed & ((original - centre.unsqueeze(-1)).abs() <= self.window)
+        alpha = torch.softmax(self.energies(query, keys, lengths).masked_fill(~allowed, float("-inf")), dim=-1)
         # A row with nothing allowed (a location score on an empty window) gets no weight, not NaN.
         alpha = alpha.nan_to_num(0.0)
         if gauss is not None:
