@@ -68,9 +68,9 @@ def test_an_ensemble_of_one_is_that_model_and_of_two_copies_too():
     fmt = SourceFormat.of(tiny_luong_config())
     src, mask = fmt.batch([torch.tensor([5, 6, 7]), torch.tensor([8, 9])])
     settings = BeamSettings(width=3, shrink=False, max_ratio=1.5)
-    alone = beam_search(model, src, mask, settings)
+    alone = beam_search(model, src, mask, settings, src_words=fmt.words(mask))
     for members in ([model], [model, model]):
-        together = beam_search(Ensemble(members), src, mask, settings)
+        together = beam_search(Ensemble(members), src, mask, settings, src_words=fmt.words(mask))
         assert [(h.tokens, h.align) for h in together] == [(h.tokens, h.align) for h in alone]
         assert [h.logprob for h in together] == pytest.approx([h.logprob for h in alone], abs=1e-5)
 
@@ -97,13 +97,14 @@ def test_an_ensemble_averages_log_probabilities():
 def test_an_ensemble_of_models_with_and_without_attention_aligns_by_those_that_attend(configs):
     torch.manual_seed(0)
     attending, plain = (build_model(cfg, 20, 20).eval() for cfg in configs)
-    src, mask = SourceFormat.of(configs[0]).batch([torch.tensor([5, 6, 7]), torch.tensor([8, 9])])
+    fmt = SourceFormat.of(configs[0])
+    src, mask = fmt.batch([torch.tensor([5, 6, 7]), torch.tensor([8, 9])])
     ens = Ensemble([plain, attending])
     with torch.no_grad():
         _, alpha, _ = ens.predict(*ens.begin(src, mask), 0)
         expected = attending.predict(*attending.begin(src, mask), 0)[1]
     assert torch.equal(alpha, expected)
-    hyps = beam_search(ens, src, mask, BeamSettings(width=2))
+    hyps = beam_search(ens, src, mask, BeamSettings(width=2), src_words=fmt.words(mask))
     assert len(hyps) == 2 and all(0 <= a < src.shape[1] for h in hyps for a in h.align)
 
 

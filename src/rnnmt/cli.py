@@ -79,8 +79,8 @@ def add_beam_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--normalize", action="store_true", help="rank by log-probability per word")
     p.add_argument("--constant-beam", action="store_true",
                    help="keep the beam width as hypotheses finish (Luong) instead of shrinking it (GroundHog)")  # fmt: skip
-    p.add_argument("--min-ratio", type=float, default=0.5, help="EOS only after this many words per source position")
-    p.add_argument("--max-ratio", type=ratio, default=3.0, help="at most this many steps per source position")
+    p.add_argument("--min-ratio", type=float, default=0.5, help="EOS only after this many words per source word, its EOS counted (|x| = n + 1)")
+    p.add_argument("--max-ratio", type=ratio, default=3.0, help="at most this many steps per source word, its EOS counted")
     p.add_argument("--stack", type=positive, help="--constant-beam: stop after this many finished hypotheses (default: beam)")
 
 

@@ -6,8 +6,12 @@ beam keeps `width` unfinished hypotheses at every step; a hypothesis ending in E
 last of them is collected, and a sentence ends after `stack` collected hypotheses (100 in his code).
 
 Both: EOS is forbidden until ⌊min_ratio·|x|⌋ words have been produced and a search stops after
-⌊max_ratio·|x|⌋ steps, |x| counting the source positions the model reads (GroundHog: words and EOS,
-ratios 0.5 and 3; Luong: words, 0.5 and 1.5). Scores are summed log-probabilities, optionally divided by
+⌊max_ratio·|x|⌋ steps, with |x| = n + 1 for a source of n words: GroundHog reads the words and EOS (ratios
+0.5 and 3); nmt.matlab counts the EOS too (`prepareData.m`: `srcLens = srcLens + 1`; `lstmDecoder.m`:
+`minLen = floor(srcMinLen*minLenRatio)`, `maxLen = floor(srcMaxLen*maxLenRatio)`, ratios 0.5 and 1.5) and
+never takes EOS as the first word (`decodeBatch` swaps it out of the first step's candidates), so under
+Luong's semantics at least one word is produced. nmt.matlab applies its bounds per decoding batch (the
+batch's shortest and longest source); here they are per sentence, as in a batch of one. Scores are summed log-probabilities, optionally divided by
 the hypothesis length (EOS included) to pick the best one. With `forbid_unk` the UNK log-probability is
 −inf (No-UNK decoding); a sentence where nothing finishes then is searched again with UNK allowed. If
 still nothing finishes, the best hypothesis alive at the length limit is returned (GroundHog would
@@ -88,20 +92,23 @@ def take(tree: Any, rows: Tensor) -> Any:
 
 
 @torch.no_grad()
-def beam_search(model: StepModel, src: Tensor, src_mask: Tensor, settings: BeamSettings, forbid_unk: bool = False) -> list[Hypothesis]:
-    """Translate a batch of sources [B, S] (in the model's layout); returns the best hypothesis per sentence."""
-    finished, alive_at_limit = _search(model, src, src_mask, settings, forbid_unk)
+def beam_search(
+    model: StepModel, src: Tensor, src_mask: Tensor, settings: BeamSettings, *, src_words: Tensor, forbid_unk: bool = False
+) -> list[Hypothesis]:
+    """Translate a batch of sources [B, S] (in the model's layout) of `src_words` [B] words each (EOS not
+    counted); returns the best hypothesis per sentence."""
+    finished, alive_at_limit = _search(model, src, src_mask, src_words, settings, forbid_unk)
     results: list[Hypothesis | None] = [_best(f, settings.normalize) for f in finished]
     retry = [b for b, r in enumerate(results) if r is None and forbid_unk]
     if retry:
         idx = torch.tensor(retry, device=src.device)
-        for b, hyp in zip(retry, beam_search(model, src[idx], src_mask[idx], settings, forbid_unk=False)):
+        for b, hyp in zip(retry, beam_search(model, src[idx], src_mask[idx], settings, src_words=src_words[idx], forbid_unk=False)):
             results[b] = hyp
     return [r if r is not None else _best(alive_at_limit[b], settings.normalize) for b, r in enumerate(results)]
 
 
 def _search(
-    model: StepModel, src: Tensor, src_mask: Tensor, settings: BeamSettings, forbid_unk: bool
+    model: StepModel, src: Tensor, src_mask: Tensor, src_words: Tensor, settings: BeamSettings, forbid_unk: bool
 ) -> tuple[list[list[Hypothesis]], list[list[Hypothesis]]]:
     """The beam loop; returns the finished hypotheses and those alive at the length limit, per sentence.
 
@@ -115,8 +122,8 @@ def _search(
     state = take(state, torch.arange(batch, device=device).repeat_interleave(k))
 
     active = torch.arange(batch, device=device)  # original sentence index of each computed sentence
-    src_len = src_mask.sum(dim=1).double()
-    min_len = torch.floor(settings.min_ratio * src_len).long()
+    src_len = src_words.to(device, torch.float64) + 1  # |x|: the words and EOS
+    min_len = torch.floor(settings.min_ratio * src_len).long().clamp(min=0 if settings.shrink else 1)
     max_len = torch.floor(settings.max_ratio * src_len).long().clamp(min=1)
     scores = torch.full((batch, k), NEG_INF, device=device)
     scores[:, 0] = 0.0  # the first step expands one empty hypothesis

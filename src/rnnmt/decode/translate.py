@@ -59,7 +59,7 @@ def translate_lines(
     for first in range(0, len(order), batch_size):
         chunk = order[first : first + batch_size]
         src, mask = source.batch([ids[i] for i in chunk])
-        for i, hyp in zip(chunk, beam_search(tm.model, src.to(device), mask.to(device), settings, forbid_unk=forbid_unk)):
+        for i, hyp in zip(chunk, beam_search(tm.model, src.to(device), mask.to(device), settings, src_words=source.words(mask), forbid_unk=forbid_unk)):
             out[i] = target_text(tm, hyp, lines[i], unk)
             if aligns is not None:
                 aligns[i] = " ".join(map(str, hyp.align))

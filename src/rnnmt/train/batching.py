@@ -70,6 +70,10 @@ class SourceFormat:
         """Padded source ids [B, S] and mask, in the model's layout."""
         return pad([s.flip(0) for s in seqs] if self.reverse else seqs, eos=self.eos)
 
+    def words(self, mask: Tensor) -> Tensor:
+        """The number of source words [B] in a batch laid out this way (its EOS not counted)."""
+        return mask.sum(dim=1) - int(self.eos)
+
     def position(self, j: int, length: int) -> int | None:
         """The index of the source word at encoder position j of a sentence of `length` words (None: EOS)."""
         if j >= length:
