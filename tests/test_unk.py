@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 
 import pytest
@@ -62,7 +64,8 @@ def test_unk_takes_the_translation_or_a_copy_of_the_most_attended_source_word():
     assert groundhog.replace(["<unk>"], [3, 0], "a b c".split()) == ["<unk>"]
 
 
-def test_an_ensemble_of_one_is_that_model_and_of_two_copies_too():
+@pytest.mark.parametrize("average", ["logits", "log_probs"])
+def test_an_ensemble_of_one_is_that_model_and_of_two_copies_too(average):
     torch.manual_seed(0)
     model = build_model(tiny_luong_config(), 20, 20).eval()
     fmt = SourceFormat.of(tiny_luong_config())
@@ -70,21 +73,38 @@ def test_an_ensemble_of_one_is_that_model_and_of_two_copies_too():
     settings = BeamSettings(width=3, shrink=False, max_ratio=1.5)
     alone = beam_search(model, src, mask, settings, src_words=fmt.words(mask))
     for members in ([model], [model, model]):
-        together = beam_search(Ensemble(members), src, mask, settings, src_words=fmt.words(mask))
+        together = beam_search(Ensemble(members, average), src, mask, settings, src_words=fmt.words(mask))
         assert [(h.tokens, h.align) for h in together] == [(h.tokens, h.align) for h in alone]
         assert [h.logprob for h in together] == pytest.approx([h.logprob for h in alone], abs=1e-5)
 
 
-def test_an_ensemble_averages_log_probabilities():
+def two_members_first_step(average: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The ensemble's log-probabilities at step 0 and each member's logits there."""
     torch.manual_seed(0)
-    a, b = (build_model(tiny_luong_config(), 20, 20).eval() for _ in range(2))
-    src, mask = SourceFormat.of(tiny_luong_config()).batch([torch.tensor([5, 6, 7])])
-    ens = Ensemble([a, b])
+    a, b = (build_model(tiny_luong_config(bias=True), 20, 20).eval() for _ in range(2))
+    with torch.no_grad():  # members that disagree, so that the two averages differ
+        for member in (a, b):
+            member.decoder.W_s.bias.normal_(0.0, 3.0)
+    src, mask = SourceFormat.of(tiny_luong_config()).batch([torch.tensor([5, 6, 7]), torch.tensor([8, 9])])
+    ens = Ensemble([a, b], average)
     with torch.no_grad():
-        ctx, state = ens.begin(src, mask)
-        logp, _, _ = ens.predict(ctx, state, 0)
-        expected = (a.predict(*a.begin(src, mask), 0)[0] + b.predict(*b.begin(src, mask), 0)[0]) / 2
-    assert torch.allclose(logp, expected)
+        logp, _, _ = ens.predict(*ens.begin(src, mask), 0)
+        return logp, a.predict_logits(*a.begin(src, mask), 0)[0], b.predict_logits(*b.begin(src, mask), 0)[0]
+
+
+def test_an_ensemble_takes_the_softmax_of_the_averaged_logits():
+    """nmt.matlab's nextBeamStep: softmax((W_soft·h̃_a + W_soft·h̃_b) / 2), a normalised distribution."""
+    logp, za, zb = two_members_first_step("logits")
+    by_hand = [[math.log(math.exp((x + y) / 2) / sum(math.exp((u + v) / 2) for u, v in zip(ra, rb))) for x, y in zip(ra, rb)]
+               for ra, rb in zip(za.tolist(), zb.tolist())]
+    assert logp.flatten().tolist() == pytest.approx([x for row in by_hand for x in row], abs=1e-5)
+    assert torch.allclose(logp.exp().sum(dim=-1), torch.ones(2))
+
+
+def test_an_ensemble_can_average_log_probabilities_instead():
+    logp, za, zb = two_members_first_step("log_probs")
+    assert torch.allclose(logp, (torch.log_softmax(za, -1) + torch.log_softmax(zb, -1)) / 2)
+    assert (logp - two_members_first_step("logits")[0]).abs().max() > 0.1
 
 
 @pytest.mark.parametrize(
@@ -99,7 +119,7 @@ def test_an_ensemble_of_models_with_and_without_attention_aligns_by_those_that_a
     attending, plain = (build_model(cfg, 20, 20).eval() for cfg in configs)
     fmt = SourceFormat.of(configs[0])
     src, mask = fmt.batch([torch.tensor([5, 6, 7]), torch.tensor([8, 9])])
-    ens = Ensemble([plain, attending])
+    ens = Ensemble([plain, attending], "logits")
     with torch.no_grad():
         _, alpha, _ = ens.predict(*ens.begin(src, mask), 0)
         expected = attending.predict(*attending.begin(src, mask), 0)[1]

@@ -527,6 +527,8 @@ def args_translate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unk-dict", type=Path, help="--unk-replace: dictionary from rnnmt unk-dict (default: copy the word)")
     p.add_argument("--align-output", type=Path, help="also write, per sentence, the most attended source position of each step")
     p.add_argument("--batch-size", type=positive, default=32)
+    p.add_argument("--ensemble-average", choices=["logits", "log_probs"], default="logits",
+                   help="several models: average their softmax inputs (nmt.matlab) or their log-probabilities")  # fmt: skip
     add_device_arguments(p)
 
 

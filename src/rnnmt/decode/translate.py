@@ -84,7 +84,7 @@ def settings_from_args(a: argparse.Namespace) -> BeamSettings:
 def translate_command(a: argparse.Namespace) -> None:
     """`rnnmt translate`: one model or an ensemble, files or stdin/stdout, optional line subset, raw-text mode."""
     device = pick_device(a.device, a.gpu_lock_dir)
-    tm = load_ensemble(a.model, device)
+    tm = load_ensemble(a.model, device, a.ensemble_average)
     lines = read_lines(a.input) if a.input else stdin_lines()
     if a.lines:
         lines = [lines[i] for i in read_ids(a.lines, len(lines))]

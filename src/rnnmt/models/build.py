@@ -30,7 +30,7 @@ class Seq2Seq(nn.Module):
     """An encoder and a decoder; `forward` is the teacher-forced pass used for training.
 
     `begin`, `predict` and `advance` are the step interface of beam search (see decoders.py); `predict`
-    returns log-probabilities, so that an ensemble can average them.
+    returns log-probabilities, `predict_logits` what the softmax reads (an ensemble averages either).
     """
 
     def __init__(self, encoder: nn.Module, decoder: nn.Module) -> None:
@@ -56,8 +56,12 @@ class Seq2Seq(nn.Module):
     def begin(self, src: Tensor, src_mask: Tensor) -> tuple[Context, State]:
         return self.decoder.begin(self.encode(src, src_mask))
 
+    def predict_logits(self, ctx: Context, state: State, step: int) -> tuple[Tensor, Tensor, State]:
+        """The softmax inputs of the next word (an ensemble may average these), weights and next state."""
+        return self.decoder.predict(ctx, state, step)
+
     def predict(self, ctx: Context, state: State, step: int) -> tuple[Tensor, Tensor, State]:
-        logits, alpha, state = self.decoder.predict(ctx, state, step)
+        logits, alpha, state = self.predict_logits(ctx, state, step)
         return torch.log_softmax(logits.float(), dim=-1), alpha, state
 
     def advance(self, ctx: Context, state: State, words: Tensor) -> State:
