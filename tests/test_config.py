@@ -106,7 +106,7 @@ def test_a_luong_system_takes_its_recipe_then_the_scale_override_then_its_own_se
     assert "align_hidden" not in model  # nothing leaks from the GroundHog scale preset
     assert cfg.system_config(c, "luong-base")["train"]["lr_decay"] == {"after_epoch": 5, "factor": 0.5}
     decode = cfg.system_settings(c, "luong-base")["decode"]
-    assert decode == {"beam": 12, "normalize": False, "shrink": False, "min_ratio": 0.5, "max_ratio": 1.5, "stack": 100}
+    assert decode == {"beam": 12, "normalize": False, "shrink": False, "min_ratio": 0.5, "max_ratio": 1.5, "stack": 100, "ensemble": "logits"}
     assert cfg.system_settings(c, "rnnsearch-50")["decode"] == {"beam": 10, "normalize": False}
     # The demo maps En-De onto its own pair and uses the recipe's small demo sizes.
     c["scale"] = "demo"
@@ -137,6 +137,29 @@ def test_recipe_ensemble_and_claim_mistakes_are_one_line_errors(change, message)
     c["scale"] = "paper"
     change(c)
     with pytest.raises(UserError, match=message):
+        cfg.validate(c, SCHEMA)
+
+
+def test_a_table_scores_the_test_set_it_names_or_else_the_pairs_first():
+    c = cfg.validate(raw_config(), SCHEMA)
+    c["scale"] = "paper"
+    en_de = ["newstest2014-filtered", "newstest2015"]
+    assert cfg.table_test_set(c, "luong2015_table1", en_de) == "newstest2014-filtered"
+    assert cfg.table_test_set(c, "luong2015_table2", en_de) == "newstest2015"
+    # set: stanford: the table's second name is that set's copy of newstest2015.
+    assert cfg.table_test_set(c, "luong2015_table2", ["stanford-newstest2014", "stanford-newstest2015"]) == "stanford-newstest2015"
+    c["scale"] = "demo"
+    with pytest.raises(UserError) as err:
+        cfg.table_test_set(c, "luong2015_table2", ["demo-test"])
+    message = str(err.value)
+    assert "tables.luong2015_table2.test names newstest2015 or stanford-newstest2015" in message
+    assert "the test sets of en-fr at scale 'demo' are demo-test" in message and "\n" not in message
+
+
+def test_a_table_row_must_translate_the_tables_pair():
+    c = raw_config()
+    c["tables"]["luong2015_table2"]["rows"].append({"system": "luong-de-base-reverse"})
+    with pytest.raises(UserError, match="tables.luong2015_table2 is on en-de, but its row 'luong-de-base-reverse' translates de-en"):
         cfg.validate(c, SCHEMA)
 
 

@@ -1,4 +1,4 @@
-"""score_system on files, Table 1 / Table 2 rendering, and the demo's attention check."""
+"""score_system on files, Table 1 / Table 2 and Luong table rendering, and the demo's attention check."""
 
 import csv
 
@@ -12,6 +12,7 @@ from rnnmt.evaluate.tables import (
     attention_check,
     build_table1,
     build_luong_table,
+    build_nist_table,
     build_table2,
     write_table,
 )
@@ -249,3 +250,21 @@ def test_luong_table_reads_perplexity_bleu_and_unk_columns():
     demo = build_luong_table(rows, demo=True)
     assert "BLEU +unk" not in demo.columns and not any(c.startswith("delta") for c in demo.columns)
     assert any("mteval" in note for note in demo.attrs["notes"])
+
+
+def test_nist_table_compares_sacrebleu_with_the_published_nist_bleu():
+    scores = {"bleu_all": 25.3, "sacrebleu_all": 24.2, "sacrebleu_signature": SIGNATURE}
+    rows = [
+        {"system": "Top - NMT + 5-gram rerank (Montreal)", "published": {"bleu": 24.9}},
+        {"system": "local-p (general) + unk replace", "scores": {**scores, "sacrebleu_all": 21.0}},
+        {"system": "Ensemble 8 models + unk replace", "scores": scores, "published": {"bleu": 25.9}},
+    ]
+    df = build_nist_table(rows, demo=False)
+    assert list(df.columns) == ["System", "sacreBLEU 13a (detok)", "BLEU (tok)", "published NIST BLEU", "delta NIST BLEU"]
+    assert df.iloc[2]["delta NIST BLEU"] == pytest.approx(24.2 - 25.9)  # against sacreBLEU, not tokenized BLEU
+    assert pd.isna(df.iloc[0]["sacreBLEU 13a (detok)"]) and pd.isna(df.iloc[1]["delta NIST BLEU"])
+    assert "Ppl" not in df.columns and "NIST BLEU" in df.attrs["notes"][0] and SIGNATURE in df.attrs["notes"][1]
+    demo = build_nist_table(rows, demo=True)
+    assert not any(c.startswith("delta") for c in demo.columns)
+    with pytest.raises(UserError, match="at least one row"):
+        build_nist_table([], demo=False)

@@ -16,7 +16,8 @@ from rnnmt.fileio import read_lines
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = wmt_mirror.DEFAULT_SHARED if wmt_mirror.DEFAULT_SHARED.is_dir() else None
 TARGETS = [f"results/data/corpus/en-fr/{split}.{lang}" for split in ("pool", "dev", "test") for lang in ("en", "fr")]
-TARGETS += ["results/data/raw/en-fr/report.json", "results/data/raw/en-de/report.json"]
+TARGETS += ["results/data/raw/en-fr/report.json", "results/data/raw/en-de/report.json", "results/data/corpus/en-de/test.de",
+            "results/data/tok/en-de/test-newstest2015.de"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +70,14 @@ def test_en_de_filtered_test_set_has_2737_sentences(sample_data):
     assert report["corpora"]["newstest2014-filtered"]["pairs"] == 2737
     assert report["corpora"]["newstest2014-filtered"]["matches_expected"] is True
     assert report["corpora"]["newstest2013"]["pairs"] == 3000
+
+
+def test_the_test_set_a_table_names_is_assembled_beside_the_first(sample_data):
+    """Luong's Table 2 names En-De newstest2015, the pair's second test set; `test` stays the first."""
+    corpus, raw = sample_data / "data" / "corpus" / "en-de", sample_data / "data" / "raw" / "en-de"
+    assert read_lines(corpus / "test-newstest2015.de") == read_lines(raw / "newstest2015.de")
+    assert read_lines(corpus / "test.de") == read_lines(raw / "newstest2014-filtered.de")
+    assert len(read_lines(sample_data / "data" / "tok" / "en-de" / "test-newstest2015.de")) == len(read_lines(raw / "newstest2015.de"))
 
 
 def test_report_counts_repairs_and_flags_sizes_unlike_the_release(sample_data):

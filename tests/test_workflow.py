@@ -24,6 +24,7 @@ def test_dry_run_of_the_demo_plans_every_stage(tmp_path):
     for rule in ("generate_demo_corpus", "tokenize", "select_data", "build_vocab", "train", "translate", "score", "table"):
         assert rule in run.stdout, rule
     assert "rnnsearch-50star" not in run.stdout  # a paper-only system
+    assert "luong2015_table2" not in run.stdout  # no ensemble at the demo scale: no decoding added to it
 
 
 def test_lint_has_only_the_documented_environment_lint():
@@ -113,6 +114,24 @@ def test_dry_run_of_the_paper_scale_fetches_everything_both_papers_used(tmp_path
     assert "results/data/archives/bitexts.tgz" not in planned
 
 
+def test_luong_table2_scores_the_ensemble_on_the_second_en_de_test_set(tmp_path):
+    run = snakemake("-n", "-p", "--directory", str(tmp_path), "--config", "scale=paper")
+    assert run.returncode == 0, run.stderr
+    planned = _planned_outputs(run.stdout)
+    second = "results/scores/test-newstest2015/luong-ensemble.unk.json"
+    assert {"results/tables/luong2015_table2.md", second, "results/scores/test-newstest2015/luong-localp-general-feed.unk.json"} <= planned
+    # The other tables keep the first test set (newstest2014 filtered) under the paths they always had.
+    assert {"results/scores/luong-ensemble.unk.json", "results/translations/luong-ensemble/test.unk.txt"} <= planned
+    commands = [line for line in run.stdout.splitlines() if line.startswith("Shell command: rnnmt ")]
+    score = next(line for line in commands if f"--output {second}" in line)
+    refs = "--refs-tok results/data/tok/en-de/test-newstest2015.de --refs-raw results/data/corpus/en-de/test-newstest2015.de"
+    assert refs in score and "--hyps results/translations/luong-ensemble/test-newstest2015.unk.txt" in score
+    assemble = next(line for line in commands if "--out-tgt results/data/corpus/en-de/test-newstest2015.de" in line)
+    assert "--tgt results/data/raw/en-de/newstest2015.de" in assemble
+    first = next(line for line in commands if "--out-tgt results/data/corpus/en-de/test.de" in line)
+    assert "--tgt results/data/raw/en-de/newstest2014-filtered.de" in first
+
+
 def _paper_plan_with(tmp_path: Path, override: str) -> set[str]:
     """The outputs a paper-scale dry run plans with `override` (YAML) merged onto config.yaml."""
     path = tmp_path / "override.yaml"
@@ -131,6 +150,7 @@ def test_lium_switch_trains_on_the_released_selection(tmp_path):
 def test_stanford_switch_replaces_the_en_de_corpora(tmp_path):
     planned = _paper_plan_with(tmp_path, "scales: {paper: {corpora: {en-de: {set: stanford}}}}")
     assert {"results/data/archives/train.de", "results/data/raw/en-de/stanford-newstest2015.json"} <= planned
+    assert "results/scores/test-stanford-newstest2015/luong-ensemble.unk.json" in planned  # Table 2 on Stanford's copy
     assert "results/data/raw/en-de/europarl-v7.json" not in planned
 
 

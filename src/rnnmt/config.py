@@ -91,6 +91,10 @@ def _check_references(config: dict[str, Any]) -> None:
                 raise UserError(f"config: tables.{name} names system '{row['system']}', which is under neither 'systems' nor 'ensembles'.")
             if "system" not in row and "label" not in row:
                 raise UserError(f"config: every row of tables.{name} needs 'system' or 'label'.")
+            # A table scores one pair's test set (tables.<name>.test), so every row must translate that pair.
+            if "system" in row and declared_pair(config, row["system"]) != table["pair"]:
+                raise UserError(f"config: tables.{name} is on {table['pair']}, but its row '{row['system']}' translates "
+                                f"{declared_pair(config, row['system'])}; expected only {table['pair']} systems.")  # fmt: skip
 
 
 def read_yaml(path: Path) -> Any:
@@ -145,11 +149,29 @@ def pair_at_scale(config: dict[str, Any], pair: str) -> str:
     return preset(config).get("pair_map", {}).get(pair, pair)
 
 
-def system_pair(config: dict[str, Any], name: str) -> str:
-    """The language pair of a system or an ensemble at the active scale."""
+def declared_pair(config: dict[str, Any], name: str) -> str:
+    """The pair a system or an ensemble names in config.yaml (before any scale's `pair_map`)."""
     if name in config.get("ensembles", {}):
         name = config["ensembles"][name]["members"][0]
-    return pair_at_scale(config, config["systems"][name]["pair"])
+    return config["systems"][name]["pair"]
+
+
+def system_pair(config: dict[str, Any], name: str) -> str:
+    """The language pair of a system or an ensemble at the active scale."""
+    return pair_at_scale(config, declared_pair(config, name))
+
+
+def table_test_set(config: dict[str, Any], name: str, test_sets: list[str]) -> str:
+    """The test corpus a table scores: the first of its `test` names in `test_sets` (its pair's), else the first."""
+    wanted = config["tables"][name].get("test")
+    if wanted is None:
+        return test_sets[0]
+    found = next((corpus for corpus in wanted if corpus in test_sets), None)
+    if found is None:
+        scale, pair = config["scale"], pair_at_scale(config, config["tables"][name]["pair"])
+        raise UserError(f"config: tables.{name}.test names {' or '.join(wanted)}, but the test sets of {pair} at scale '{scale}' "
+                        f"are {', '.join(test_sets)}; expected one of the table's among them (scales.{scale}.corpora.{pair}.test).")  # fmt: skip
+    return found
 
 
 def selection_method(config: dict[str, Any], pair: str) -> str:

@@ -68,12 +68,33 @@ LENGTH_CURVE = {
 DEMO_BANNER_PLAIN = "Synthetic demo data: not comparable with the papers' numbers"
 
 
+def _table_splits():
+    """Each table with active system rows: the split it scores, `test` (its pair's first) or `test-CORPUS`."""
+    active = set(SYSTEMS + ENSEMBLES)
+    splits = {}
+    for name, table in config["tables"].items():
+        if any(row.get("system") in active for row in table["rows"]):
+            test_sets = SPLIT_CORPORA[rnnmt_config.pair_at_scale(config, table["pair"])]["test"]
+            corpus = rnnmt_config.table_test_set(config, name, test_sets)
+            splits[name] = "test" if corpus == test_sets[0] else f"test-{corpus}"
+    return splits
+
+
+try:
+    TABLE_SPLITS = _table_splits()
+except UserError as exc:
+    sys.exit(f"rnnmt: {exc}")
+# Splits that are translated and scored: the pairs' first test sets (`test`), and the test sets tables name.
+NAMED_TEST_SPLITS = sorted(set(TABLE_SPLITS.values()) - {"test"})
+TEST_SPLITS = "|".join(map(re.escape, ["test", *NAMED_TEST_SPLITS]))
+
+
 wildcard_constraints:
     pair=r"[a-z]{2}-[a-z]{2}",
     lang=r"[a-z]{2}",
     src=r"[a-z]{2}",
     tgt=r"[a-z]{2}",
-    split="pool|indomain|dev|test|preselected",
+    split=f"pool|indomain|dev|preselected|{TEST_SPLITS}",
     corpus="|".join(map(re.escape, sorted({c for names in CORPORA.values() for c in names}))) or "NONE",
     archive="|".join(map(re.escape, SOURCES["archives"])),
     file="|".join(map(re.escape, ARCHIVE_FILES)),
@@ -115,10 +136,12 @@ def model_files(system):
 
 
 def split_corpora(pair, split):
-    """The raw corpora that make up one split of a pair at the active scale (the tables read the first test set)."""
+    """The raw corpora of one split of a pair at the active scale (`test-CORPUS`: a test set a table names)."""
     splits = SPLIT_CORPORA[pair]
     if split == "test":
         return splits["test"][:1]
+    if split.startswith("test-"):
+        return [split.removeprefix("test-")]
     return splits["train" if split == "pool" else split]
 
 
@@ -246,15 +269,15 @@ def heldout_flags(wildcards, input):
 
 def nounk_inputs(wildcards):
     pair = f"{wildcards.src}-{wildcards.tgt}"
-    base = f"results/data/tok/{pair}/test"
+    base = f"results/data/tok/{pair}/{wildcards.split}"
     return {"src": f"{base}.{wildcards.src}", "ref": f"{base}.{wildcards.tgt}", **vocab_files(pair)}
 
 
 def translate_inputs(wildcards):
     pair = system_pair(wildcards)
-    inputs = {"models": model_files(wildcards.system), "src": f"results/data/tok/{pair}/test.{langs(pair)[0]}"}
+    inputs = {"models": model_files(wildcards.system), "src": f"results/data/tok/{pair}/{wildcards.split}.{langs(pair)[0]}"}
     if wildcards.subset == "nounk":
-        inputs["ids"] = f"results/data/nounk/{pair}/test.ids"
+        inputs["ids"] = f"results/data/nounk/{pair}/{wildcards.split}.ids"
     return inputs
 
 
@@ -269,28 +292,30 @@ def decode_flags(system):
 
 
 def translate_flags(wildcards, input):
-    """Beam settings; No-UNK decoding of the No-UNK subset."""
-    return decode_flags(wildcards.system) + (f" --no-unk --lines {input.ids}" if wildcards.subset == "nounk" else "")
+    """Beam settings, how an ensemble averages; No-UNK decoding of the No-UNK subset."""
+    average = settings(wildcards.system)["decode"].get("ensemble")
+    return (decode_flags(wildcards.system) + (f" --ensemble-average {average}" if average else "")
+            + (f" --no-unk --lines {input.ids}" if wildcards.subset == "nounk" else ""))
 
 
 def score_inputs(wildcards):
-    """The translations of a system (UNK-replaced for NAME.unk), references, and the No-UNK subset if translated."""
-    system, unk = split_score_name(wildcards.name)
+    """A system's translations on a test split (UNK-replaced for .unk), references, and No-UNK subset if translated."""
+    split, system, unk = score_name_parts(wildcards.name)
     pair = rnnmt_config.system_pair(config, system)
     src, tgt = langs(pair)
     inputs = {
-        "hyps": f"results/translations/{system}/test.{'unk' if unk else 'all'}.txt",
-        "refs_tok": f"results/data/tok/{pair}/test.{tgt}",
-        "refs_raw": f"results/data/corpus/{pair}/test.{tgt}",
-        "src_tok": f"results/data/tok/{pair}/test.{src}",
+        "hyps": translation_file(wildcards.name),
+        "refs_tok": f"results/data/tok/{pair}/{split}.{tgt}",
+        "refs_raw": f"results/data/corpus/{pair}/{split}.{tgt}",
+        "src_tok": f"results/data/tok/{pair}/{split}.{src}",
     }
     if settings(system)["nounk"] and not unk:
-        inputs.update(hyps_nounk=f"results/translations/{system}/test.nounk.txt", ids=f"results/data/nounk/{pair}/test.ids")
+        inputs.update(hyps_nounk=f"results/translations/{system}/{split}.nounk.txt", ids=f"results/data/nounk/{pair}/{split}.ids")
     return inputs
 
 
 def score_flags(wildcards, input):
-    system, _ = split_score_name(wildcards.name)
+    _, system, _ = score_name_parts(wildcards.name)
     flags = f"--hyps-nounk {input.hyps_nounk} --nounk-ids {input.ids}" if "ids" in input.keys() else ""
     return flags + (" --rejoin-hyphens" if config["pairs"][rnnmt_config.system_pair(config, system)]["rejoin_hyphens"] else "")
 
@@ -300,15 +325,23 @@ def split_score_name(name):
     return (name[: -len(".unk")], True) if name.endswith(".unk") else (name, False)
 
 
-def score_file(system, unk=False):
-    return f"results/scores/{system}{'.unk' if unk else ''}.json"
+def score_name_parts(name):
+    """A score file's name, [SPLIT/]SYSTEM[.unk], as (split, system, unk); no SPLIT/ is the first test set."""
+    split, _, rest = name.rpartition("/")
+    return (split or "test", *split_score_name(rest))
+
+
+def score_file(system, unk=False, split="test"):
+    """A system's scores on a test split: the first test set's keep their paths, another split's are in a folder."""
+    folder = "" if split == "test" else f"{split}/"
+    return f"results/scores/{folder}{system}{'.unk' if unk else ''}.json"
 
 
 def replace_unk_inputs(wildcards):
     pair = system_pair(wildcards)
-    base = f"results/translations/{wildcards.system}/test.all"
+    base = f"results/translations/{wildcards.system}/{wildcards.split}.all"
     return {"model": model_files(wildcards.system)[0], "hyps": f"{base}.txt", "align": f"{base}.align",
-            "src": f"results/data/tok/{pair}/test.{langs(pair)[0]}", "dictionary": f"results/data/unkdict/{pair}.tsv"}  # fmt: skip
+            "src": f"results/data/tok/{pair}/{wildcards.split}.{langs(pair)[0]}", "dictionary": f"results/data/unkdict/{pair}.tsv"}  # fmt: skip
 
 
 def alignment_inputs(wildcards):
@@ -335,17 +368,19 @@ def table_systems(table):
 
 
 def row_files(table, row):
-    """The files one table row reads, by table kind: score files, meta.json."""
+    """The files one table row reads, by table kind: score files on the table's test split, meta.json."""
     kind, system = config["tables"][table]["kind"], row.get("system")
     if system is None:
         return {}
     if kind == "learning":
         return {"file": f"results/models/{system}/meta.json"}
-    files = {"file": score_file(system, row.get("unk_replace", False))}
+    split = TABLE_SPLITS[table]
+    files = {"file": score_file(system, row.get("unk_replace", False), split)}
     if kind == "luong":
         if config["tables"][table]["unk_column"]:
-            files["unk_file"] = score_file(system, True)
-        if system in SYSTEMS and not row.get("unk_replace", False):
+            files["unk_file"] = score_file(system, True, split)
+        # meta.json's test perplexity is the held-out cost of the pair's first test set, so only its tables show it.
+        if system in SYSTEMS and not row.get("unk_replace", False) and split == "test":
             files["meta"] = f"results/models/{system}/meta.json"
     return files
 
@@ -399,9 +434,9 @@ def alignment_systems():
 
 
 def translation_file(name):
-    """The test translations a score name stands for: SYSTEM (as decoded) or SYSTEM.unk (UNK replaced)."""
-    system, unk = split_score_name(name)
-    return f"results/translations/{system}/test.{'unk' if unk else 'all'}.txt"
+    """The test translations a score name stands for: [SPLIT/]SYSTEM (as decoded) or [SPLIT/]SYSTEM.unk (UNK replaced)."""
+    split, system, unk = score_name_parts(name)
+    return f"results/translations/{system}/{split}.{'unk' if unk else 'all'}.txt"
 
 
 def active_claims():

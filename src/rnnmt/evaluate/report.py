@@ -12,6 +12,7 @@ from rnnmt.evaluate.tables import (
     attention_check,
     build_claims_table,
     build_luong_table,
+    build_nist_table,
     build_table1,
     build_table2,
     write_table,
@@ -25,7 +26,7 @@ def _load(path: str | None) -> dict | None:
 
 
 def table_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
-    """spec: {kind: bleu|learning|luong, title, demo, rows: [{label, system?, file?, unk_file?, meta?, published?}],
+    """spec: {kind: bleu|learning|luong|nist, title, demo, rows: [{label, system?, file?, unk_file?, meta?, published?}],
     check?, unk_column?}."""
     rows = spec["rows"]
     if spec["kind"] == "bleu":
@@ -37,6 +38,8 @@ def table_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
             for r in rows
         ]  # fmt: skip
         df = build_luong_table(luong_rows, demo=spec["demo"], unk_column=spec.get("unk_column", False))
+    elif spec["kind"] == "nist":
+        df = build_nist_table([{"system": r["label"], "scores": _load(r.get("file")), "published": r.get("published")} for r in rows], demo=spec["demo"])
     else:
         df = build_table2([{"system": r["label"], "meta": _load(r.get("file")), "published": r.get("published")} for r in rows], demo=spec["demo"])
     if spec.get("check"):
