@@ -278,11 +278,54 @@ def test_clipping_can_leave_the_embeddings_out_of_the_norm():
     emb, other = torch.nn.Parameter(torch.zeros(2)), torch.nn.Parameter(torch.zeros(2))
     emb.grad, other.grad = torch.tensor([30.0, 40.0]), torch.tensor([6.0, 8.0])
     norm = clip_gradients([emb, other], 5.0, [other])
-    assert norm == pytest.approx(10.0)
+    assert float(norm) == pytest.approx(10.0)
     assert other.grad.tolist() == pytest.approx([3.0, 4.0]) and emb.grad.tolist() == pytest.approx([15.0, 20.0])
     emb.grad, other.grad = torch.tensor([30.0, 40.0]), torch.tensor([0.6, 0.8])
     clip_gradients([emb, other], 5.0, [other])  # norm 1 without the embeddings: nothing changes
     assert emb.grad.tolist() == [30.0, 40.0]
+
+
+@pytest.mark.parametrize("grads", [[[0.3, -0.4], [0.1, 0.2]], [[30.0, -40.0], [1.0, 2.0]], [[float("nan"), 1.0], [1.0, 2.0]], [[float("inf"), 1.0], [1.0, 2.0]]])
+def test_clipping_on_the_device_is_the_branching_rule_exactly(grads):
+    """Below the threshold, above it, NaN and inf (GroundHog: 0.1·p): the same bits either way."""
+    results = []
+    for on_device in (False, True):
+        params = [torch.nn.Parameter(torch.tensor([1.5, -2.0])), torch.nn.Parameter(torch.tensor([0.25, 4.0]))]
+        for p, g in zip(params, grads):
+            p.grad = torch.tensor(g)
+        clip_gradients(params, 1.0, on_device=on_device)
+        results.append([p.grad.tolist() for p in params])
+    assert results[0] == results[1]
+
+
+HOST_READS = ("aten::nonzero", "aten::_local_scalar_dense", "aten::item", "aten::is_nonzero")
+
+
+@pytest.mark.parametrize("sync, reads", [("logging", False), ("update", True)])
+def test_an_update_reads_nothing_back_from_the_device_unless_asked(tiny_corpus, tmp_path, sync, reads):
+    """train.sync: logging (a GPU's default) makes an update without the host reading a device value (each
+    read would wait for the GPU): the real target tokens are found when the batch is made, the loss is
+    summed at log points, clipping is decided on the device. Counted on CPU: the ops that read a value back.
+    (SGD here: torch's fused Adam reads its step count on the host on a CPU, on the device on a GPU.)"""
+    from torch.profiler import ProfilerActivity, profile
+
+    trainer = make_trainer(tiny_corpus, tmp_path, sync=sync, optimizer={"name": "sgd", "lr": 0.5})
+    batch = trainer.stream.batch(0)
+    trainer.stream.batch = lambda update: batch  # made on the host before the update, as a data loader would
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        trainer.step(0)
+    assert any(e.name in HOST_READS for e in prof.events()) == reads
+
+
+def test_five_updates_are_the_same_whether_the_host_reads_the_device_or_not(tiny_corpus, tmp_path):
+    """train.sync logging and update, clip_norm low enough that clipping happens: identical weights."""
+    weights = []
+    for sync in ("logging", "update"):
+        trainer = make_trainer(tiny_corpus, tmp_path / sync, sync=sync, clip_norm=0.05)
+        losses = [float(trainer.step(u)[0]) for u in range(5)]
+        weights.append((losses, trainer.model.state_dict()))
+    (loss_a, a), (loss_b, b) = weights
+    assert loss_a == loss_b and all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_trainer_measures_the_norm_without_embeddings(tiny_corpus, tmp_path):

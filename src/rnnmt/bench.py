@@ -110,7 +110,7 @@ def bench_train(a: argparse.Namespace, device: torch.device) -> dict[str, Any]:
         _need(a, "system", "data", "src_vocab", "tgt_vocab")
         system, data, budget = read_system(a.system), ParallelData.load(a.data), None
         src_vocab, tgt_vocab = Vocab.load(a.src_vocab), Vocab.load(a.tgt_vocab)
-    overrides = {key: getattr(a, key) for key in ("precision", "recurrence") if getattr(a, key)}
+    overrides = {key: getattr(a, key) for key in ("precision", "recurrence", "sync") if getattr(a, key)}
     system = {**system, "train": {**system["train"], **overrides}}
     with tempfile.TemporaryDirectory() as tmp:
         trainer = Trainer(system, data, {}, src_vocab, tgt_vocab, Path(tmp), device, {})
@@ -139,6 +139,7 @@ def bench_train(a: argparse.Namespace, device: torch.device) -> dict[str, Any]:
         "operator_calls_per_update": ops,
         "recurrence": trainer.cfg["recurrence"],
         "precision": trainer.cfg["precision"],
+        "sync": trainer.cfg["sync"],
     }
     if budget is not None:
         result.update({"paper_budget_updates": budget, "projected_hours": budget / (a.steps / seconds) / 3600})

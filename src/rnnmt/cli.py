@@ -757,6 +757,7 @@ def args_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, default=Path("config.yaml"), help="train --paper-shape: the workflow config (default ./config.yaml)")
     p.add_argument("--precision", choices=["float32", "bfloat16"], help="train: override the system's train.precision")
     p.add_argument("--recurrence", choices=["fused", "plain"], help="train: override the system's train.recurrence")
+    p.add_argument("--sync", choices=["auto", "update", "logging"], help="train: override the system's train.sync")
     p.add_argument("--data", type=Path, help="train: binarized training data")
     p.add_argument("--src-vocab", type=Path, help="train: source vocabulary")
     p.add_argument("--tgt-vocab", type=Path, help="train: target vocabulary")

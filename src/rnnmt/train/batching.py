@@ -34,13 +34,24 @@ class Batch:
     tgt: Tensor  # [B, T]
     tgt_mask: Tensor
     indices: Tensor  # positions in the ParallelData
+    # Flat positions of the real target tokens in tgt, found on the host where the batch is made: on a GPU,
+    # finding them there (nonzero) would make the host wait for the device in every update.
+    token_rows: Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if self.token_rows is None:
+            self.token_rows = self.tgt_mask.flatten().nonzero().squeeze(1)
 
     def to(self, device: torch.device) -> "Batch":
-        return Batch(*(t.to(device) for t in (self.src, self.src_mask, self.tgt, self.tgt_mask, self.indices)))
+        """The batch on `device`; to a GPU from pinned memory, without waiting for the copy."""
+        fields = (self.src, self.src_mask, self.tgt, self.tgt_mask, self.indices, self.token_rows)
+        if device.type != "cuda":
+            return Batch(*(t.to(device) for t in fields))
+        return Batch(*(t.pin_memory().to(device, non_blocking=True) for t in fields))
 
     @property
     def target_tokens(self) -> int:
-        return int(self.tgt_mask.sum())
+        return len(self.token_rows)
 
 
 def pad(seqs: list[Tensor], eos: bool = True) -> tuple[Tensor, Tensor]:

@@ -37,11 +37,16 @@ TRAIN_DEFAULTS = {
     "sort_k_batches": 20,
     "recurrence": "fused",
     "precision": "float32",
+    "sync": "auto",
 }
 
 # train.precision: the dtype matrix products run in during training (autocast); weights, optimiser state,
 # softmax, loss and gradient clipping stay float32 either way.
 PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16}
+
+# train.sync: whether gradient clipping decides on the host in every update (`update`) or on the device
+# (`logging`: the host then reads the device only at log points); auto = on the device on a GPU only.
+SYNCS = {"update": lambda device: False, "logging": lambda device: True, "auto": lambda device: device.type == "cuda"}
 
 
 class TrainingInterrupted(Exception):
@@ -90,7 +95,7 @@ class TrainState:
 
 def sentence_nll(objective: nn.Module, batch: Batch) -> torch.Tensor:
     """Summed token NLL per sentence [B] (nats), from a `SentenceNLL` (or its DDP wrapper)."""
-    return objective(batch.src, batch.src_mask, batch.tgt, batch.tgt_mask)
+    return objective(batch.src, batch.src_mask, batch.tgt, batch.token_rows)
 
 
 @torch.no_grad()
@@ -150,6 +155,9 @@ class Trainer:
         if self.cfg["precision"] not in PRECISIONS:
             raise UserError(f"train.precision is {self.cfg['precision']!r}; expected one of {', '.join(PRECISIONS)}.")
         self.autocast_dtype = PRECISIONS[self.cfg["precision"]]
+        if self.cfg["sync"] not in SYNCS:
+            raise UserError(f"train.sync is {self.cfg['sync']!r}; expected one of {', '.join(SYNCS)}.")
+        self.clip_on_device = SYNCS[self.cfg["sync"]](device)
         self.params = list(self.model.parameters())
         distributed.start(world, device, self.cfg["batch_size"])
         # DDP averages the processes' gradients during backward (see distributed.py for the loss scaling).
@@ -200,8 +208,9 @@ class Trainer:
         }
         checkpoint.save(self.ckpt_path, state)
 
-    def step(self, update: int) -> tuple[float, int, int]:
-        """One update; returns (summed NLL, sentences, target tokens)."""
+    def step(self, update: int) -> tuple[torch.Tensor, int, int]:
+        """One update; returns (this process's summed NLL, on the device: nothing waits for it; sentences,
+        target tokens)."""
         batch = self.stream.batch(update)
         lr = learning_rate(self.cfg["optimizer"], self.cfg["lr_decay"], int(self.stream.epochs(update)))
         for group in self.optimizer.param_groups:
@@ -210,10 +219,9 @@ class Trainer:
             per_sentence = sentence_nll(self.objective, distributed.shard(batch, self.world).to(self.device))
         self.optimizer.zero_grad(set_to_none=True)
         (_loss(per_sentence, batch, self.cfg["loss"]) * self.world.size).backward()
-        clip_gradients(self.params, self.cfg["clip_norm"], self.norm_params)
+        clip_gradients(self.params, self.cfg["clip_norm"], self.norm_params, on_device=self.clip_on_device)
         self.optimizer.step()
-        nll = distributed.total(float(per_sentence.detach().sum()), self.world, self.device)
-        return nll, len(batch.indices), batch.target_tokens
+        return per_sentence.detach().sum().double(), len(batch.indices), batch.target_tokens  # summed as the host would
 
     def validate(self) -> bool:
         """Held-out costs into the log and history; returns True (on every process) when patience has run out."""
@@ -259,6 +267,8 @@ class Trainer:
             for key, value in (("nll", nll), ("sents", sents), ("tokens", tokens), ("time", dt)):
                 window[key] += value
             if s.update % self.cfg["log_every"] == 0 or s.update == budget:
+                # Every process logs at the same updates, so the sum over processes happens here, not per update.
+                window["nll"] = distributed.total(float(window["nll"]), self.world, self.device)
                 s.train_nll = window["nll"] / window["sents"]
                 eta = (budget - s.update) * window["time"] / max(1, window["sents"]) * self.cfg["batch_size"]
                 self.log(

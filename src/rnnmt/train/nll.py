@@ -74,9 +74,9 @@ class OutputNLL(torch.autograd.Function):
 ROW_MULTIPLE = 128
 
 
-def output_nll(hidden: Tensor, layer: nn.Linear, tgt: Tensor, tgt_mask: Tensor, workspace: Workspace) -> Tensor:
-    """Summed token NLL per sentence [B] from the pre-output states hidden [B, T, F] (nats)."""
-    rows = tgt_mask.flatten().nonzero().squeeze(1)
+def output_nll(hidden: Tensor, layer: nn.Linear, tgt: Tensor, rows: Tensor, workspace: Workspace) -> Tensor:
+    """Summed token NLL per sentence [B] from the pre-output states hidden [B, T, F] (nats); `rows` are the
+    flat positions of the real target tokens in tgt [B, T] (`Batch.token_rows`)."""
     h, target = hidden.flatten(0, 1).index_select(0, rows), tgt.flatten().index_select(0, rows)
     if torch.is_autocast_enabled(hidden.device.type):
         extra = -len(rows) % ROW_MULTIPLE  # zero rows whose NLL is dropped: their gradient is 0
@@ -93,6 +93,6 @@ class SentenceNLL(nn.Module):
         self.model = model
         self.workspace = Workspace()
 
-    def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor, tgt_mask: Tensor) -> Tensor:
+    def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor, token_rows: Tensor) -> Tensor:
         hidden, _ = self.model.features(src, src_mask, tgt)
-        return output_nll(hidden, self.model.decoder.output_layer, tgt, tgt_mask, self.workspace)
+        return output_nll(hidden, self.model.decoder.output_layer, tgt, token_rows, self.workspace)
