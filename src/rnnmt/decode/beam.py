@@ -11,12 +11,13 @@ Both: EOS is forbidden until ⌊min_ratio·|x|⌋ words have been produced and a
 `minLen = floor(srcMinLen*minLenRatio)`, `maxLen = floor(srcMaxLen*maxLenRatio)`, ratios 0.5 and 1.5) and
 never takes EOS as the first word (`decodeBatch` swaps it out of the first step's candidates), so under
 Luong's semantics at least one word is produced. nmt.matlab applies its bounds per decoding batch (the
-batch's shortest and longest source); here they are per sentence, as in a batch of one. Scores are summed log-probabilities, optionally divided by
-the hypothesis length (EOS included) to pick the best one. With `forbid_unk` the UNK log-probability is
-−inf (No-UNK decoding); a sentence where nothing finishes then is searched again with UNK allowed. If
-still nothing finishes, the best hypothesis alive at the length limit is returned (GroundHog would
-double the beam instead). Every hypothesis keeps, per step, the source position of highest attention
-weight, for UNK replacement.
+batch's shortest and longest source); here they are per sentence, as in a batch of one.
+
+Scores are summed log-probabilities, optionally divided by the hypothesis length (EOS included) to pick
+the best one. With `forbid_unk` the UNK log-probability is −inf (No-UNK decoding); a sentence where
+nothing finishes then is searched again with UNK allowed. If still nothing finishes, the best hypothesis
+alive at the length limit is returned (GroundHog would double the beam instead). Every hypothesis keeps,
+per step, the source position of highest attention weight, for UNK replacement.
 """
 
 from __future__ import annotations

@@ -116,14 +116,14 @@ class LuongAttention(nn.Module):
         """The keys the scores read: W_a h̄_s for general (once per batch), else h̄_s."""
         return self.W_a(enc.annotations) if self.score == "general" else enc.annotations
 
-    def energies(self, query: Tensor, keys: Tensor, lengths: Tensor) -> Tensor:
-        """score(h_t, h̄_s) for every step and position: [B, T, S] (sentence lengths [B] place the location slots)."""
+    def energies(self, query: Tensor, keys: Tensor, mask: Tensor) -> Tensor:
+        """score(h_t, h̄_s) for every step and position: [B, T, S] (the source mask places the location slots)."""
         if self.score in ("dot", "general"):
             return torch.bmm(query, keys.transpose(1, 2))
         if self.score == "concat":
             return self.v_a(torch.tanh(keys.unsqueeze(1) + self.W_a(query).unsqueeze(2))).squeeze(-1)
         energy = self.W_a(query)  # [B, T, P]
-        slots = energy.shape[-1]
+        slots, lengths = energy.shape[-1], mask.sum(dim=1)
         # Encoder position s of a sentence of n words sits in slot P − n + s; padding reads slot 0, masked later.
         slot = torch.arange(keys.shape[1], device=query.device) + (slots - lengths).unsqueeze(1)  # [B, S]
         scores = energy.gather(-1, slot.clamp(0, slots - 1).unsqueeze(1).expand(-1, query.shape[1], -1))
@@ -136,10 +136,10 @@ class LuongAttention(nn.Module):
 
     def forward(self, query: Tensor, keys: Tensor, enc: Encoded, steps: Tensor) -> tuple[Tensor, Tensor]:
         """Return the contexts c_t [B, T, H] and the weights a_t [B, T, S] (zero outside the mask and window)."""
-        lengths = enc.mask.sum(dim=1)
         allowed = enc.mask.unsqueeze(1).expand(-1, query.shape[1], -1)
         gauss = None
         if self.kind != "global":
+            lengths = enc.mask.sum(dim=1)
             n = lengths.to(query.dtype).unsqueeze(1)  # [B, 1]
             original = self.original_positions(lengths, keys.shape[1]).to(query.dtype).unsqueeze(1)  # [B, 1, S]
             if self.kind == "local-m":
@@ -149,7 +149,7 @@ class LuongAttention(nn.Module):
                 centre = torch.floor(p)
                 gauss = torch.exp(-((original - p.unsqueeze(-1)) ** 2) / (2 * (self.window / 2) ** 2))
             allowed = allowed & ((original - centre.unsqueeze(-1)).abs() <= self.window)
-        alpha = torch.softmax(self.energies(query, keys, lengths).masked_fill(~allowed, float("-inf")), dim=-1)
+        alpha = torch.softmax(self.energies(query, keys, enc.mask).masked_fill(~allowed, float("-inf")), dim=-1)
         # A row with nothing allowed (a location score on an empty window) gets no weight, not NaN.
         alpha = alpha.nan_to_num(0.0)
         if gauss is not None:
