@@ -1,19 +1,24 @@
 """score_system on files, Table 1 / Table 2 and Luong table rendering, and the demo's attention check."""
 
 import csv
+import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from rnnmt.errors import UserError
+from rnnmt.evaluate.report import table_command
 from rnnmt.evaluate.score import score_system
 from rnnmt.evaluate.tables import (
     DEMO_BANNER,
+    TABLE_KINDS,
     attention_check,
-    build_table1,
-    build_luong_table,
-    build_nist_table,
-    build_table2,
+    bleu_table,
+    learning_table,
+    luong_table,
+    nist_table,
     write_table,
 )
 
@@ -102,15 +107,15 @@ def _scores(bleu_all, short, long, threshold=30):
     }
 
 
-TABLE1_ROWS = [
+BLEU_ROWS = [
     {"system": "RNNsearch-50", "scores": _scores(26.0, 27.0, 25.0), "published": {"all": 26.75, "nounk": 34.16}},
     {"system": "Moses", "scores": None, "published": {"all": 33.30, "nounk": 35.63}},
     {"system": "extra", "scores": _scores(10.0, 11.0, 8.0), "published": None},
 ]
 
 
-def test_table1_columns_and_deltas():
-    df = build_table1(TABLE1_ROWS, demo=False)
+def test_bleu_table_columns_and_deltas():
+    df = bleu_table(BLEU_ROWS, demo=False)
     assert list(df.columns) == [
         "System", "BLEU All", "BLEU No-UNK", "sacreBLEU All (detok)", "sacreBLEU No-UNK (detok)",
         "published All", "published No-UNK", "delta All", "delta No-UNK",
@@ -122,21 +127,21 @@ def test_table1_columns_and_deltas():
     assert pd.isna(extra["published All"]) and pd.isna(extra["delta All"])
 
 
-def test_table1_demo_has_no_deltas():
-    df = build_table1(TABLE1_ROWS, demo=True)
+def test_bleu_table_demo_has_no_deltas():
+    df = bleu_table(BLEU_ROWS, demo=True)
     assert not [c for c in df.columns if c.startswith("delta")]
     assert "published All" in df.columns
 
 
-def test_table1_rejects_incomplete_rows():
+def test_bleu_table_rejects_incomplete_rows():
     with pytest.raises(UserError, match="bleu_nounk"):
-        build_table1([{"system": "x", "scores": {"bleu_all": 1.0}, "published": None}], demo=True)
+        bleu_table([{"system": "x", "scores": {"bleu_all": 1.0}, "published": None}], demo=True)
     with pytest.raises(UserError):
-        build_table1([], demo=True)
+        bleu_table([], demo=True)
 
 
 def test_write_table_csv_and_markdown(tmp_path):
-    df = build_table1(TABLE1_ROWS, demo=False)
+    df = bleu_table(BLEU_ROWS, demo=False)
     csv_path, md_path = tmp_path / "t1.csv", tmp_path / "t1.md"
     write_table(df, csv_path, md_path, title="Table 1", banner=None)
     rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
@@ -152,7 +157,7 @@ def test_write_table_csv_and_markdown(tmp_path):
 
 
 def test_write_table_demo_banner(tmp_path):
-    df = build_table1(TABLE1_ROWS, demo=True)
+    df = bleu_table(BLEU_ROWS, demo=True)
     write_table(df, tmp_path / "t.csv", tmp_path / "t.md", title="T", banner=DEMO_BANNER)
     md = (tmp_path / "t.md").read_text(encoding="utf-8")
     assert DEMO_BANNER in md and "delta All" not in md
@@ -162,10 +167,10 @@ META = {"updates": 288000, "epochs": 2.2, "wall_time_s": 7200.0, "train_nll": 41
 PUBLISHED2 = {"updates": 288000, "epochs": 2.2, "hours": 111, "train_nll": 40.7, "dev_nll": 38.1}
 
 
-def test_table2_columns_hours_and_deltas(tmp_path):
+def test_learning_table_columns_hours_and_deltas(tmp_path):
     rows = [{"system": "RNNsearch-50", "meta": META, "published": PUBLISHED2},
             {"system": "new", "meta": META, "published": None}]
-    df = build_table2(rows, demo=False)
+    df = learning_table(rows, demo=False)
     assert list(df.columns) == [
         "System", "Updates", "Epochs", "Hours", "Train NLL", "Dev NLL", "Device", "published Updates",
         "published Epochs", "published Hours", "published Train NLL", "published Dev NLL",
@@ -180,13 +185,13 @@ def test_table2_columns_hours_and_deltas(tmp_path):
     assert f"{expected} +0.80 | -0.10 |" in md
 
 
-def test_table2_demo_and_validation():
-    df = build_table2([{"system": "s", "meta": META, "published": PUBLISHED2}], demo=True)
+def test_learning_table_demo_and_validation():
+    df = learning_table([{"system": "s", "meta": META, "published": PUBLISHED2}], demo=True)
     assert not [c for c in df.columns if c.startswith("delta")]
     with pytest.raises(UserError, match="raw count"):
-        build_table2([{"system": "s", "meta": META, "published": {**PUBLISHED2, "updates": 2.88}}], demo=True)
+        learning_table([{"system": "s", "meta": META, "published": {**PUBLISHED2, "updates": 2.88}}], demo=True)
     with pytest.raises(UserError, match="wall_time_s"):
-        build_table2([{"system": "s", "meta": {"updates": 1}, "published": None}], demo=True)
+        learning_table([{"system": "s", "meta": {"updates": 1}, "published": None}], demo=True)
 
 
 def test_attention_check_passes():
@@ -241,13 +246,13 @@ def test_luong_table_reads_perplexity_bleu_and_unk_columns():
          "published": {"ppl": 6.1, "bleu": 18.6, "bleu_unk": 20.5}},
         {"system": "global (concat)", "scores": scores, "scores_unk": scores, "meta": {"heldout_ppl": {"test": 7.0}}, "published": {"ppl": 6.7}},
     ]  # fmt: skip
-    df = build_luong_table(rows, demo=False, unk_column=True)
+    df = luong_table(rows, demo=False, unk_column=True)
     row = df.iloc[1]
     assert (row["Ppl"], row["BLEU"], row["BLEU +unk"]) == (6.5, 18.0, 19.5)
     assert row["delta Ppl"] == pytest.approx(0.4) and row["delta BLEU +unk"] == pytest.approx(-1.0)
     assert pd.isna(df.iloc[0]["BLEU"]) and df.iloc[0]["published BLEU"] == 20.7
     assert pd.isna(df.iloc[2]["delta BLEU"]) and df.iloc[2]["delta Ppl"] == pytest.approx(0.3)
-    demo = build_luong_table(rows, demo=True)
+    demo = luong_table(rows, demo=True)
     assert "BLEU +unk" not in demo.columns and not any(c.startswith("delta") for c in demo.columns)
     assert any("mteval" in note for note in demo.attrs["notes"])
 
@@ -259,12 +264,41 @@ def test_nist_table_compares_sacrebleu_with_the_published_nist_bleu():
         {"system": "local-p (general) + unk replace", "scores": {**scores, "sacrebleu_all": 21.0}},
         {"system": "Ensemble 8 models + unk replace", "scores": scores, "published": {"bleu": 25.9}},
     ]
-    df = build_nist_table(rows, demo=False)
+    df = nist_table(rows, demo=False)
     assert list(df.columns) == ["System", "sacreBLEU 13a (detok)", "BLEU (tok)", "published NIST BLEU", "delta NIST BLEU"]
     assert df.iloc[2]["delta NIST BLEU"] == pytest.approx(24.2 - 25.9)  # against sacreBLEU, not tokenized BLEU
     assert pd.isna(df.iloc[0]["sacreBLEU 13a (detok)"]) and pd.isna(df.iloc[1]["delta NIST BLEU"])
     assert "Ppl" not in df.columns and "NIST BLEU" in df.attrs["notes"][0] and SIGNATURE in df.attrs["notes"][1]
-    demo = build_nist_table(rows, demo=True)
+    demo = nist_table(rows, demo=True)
     assert not any(c.startswith("delta") for c in demo.columns)
     with pytest.raises(UserError, match="at least one row"):
-        build_nist_table([], demo=False)
+        nist_table([], demo=False)
+
+
+def _spec(kind: str, rows: list[dict], **extra) -> dict:
+    return {"kind": kind, "title": "T", "demo": False, "rows": rows, "check": None, **extra}
+
+
+def test_table_command_reads_the_files_its_kind_names(tmp_path, capsys):
+    """A learning row's file is a meta.json; a luong row reads scores, UNK-replaced scores and meta.json."""
+    meta = _write(tmp_path / "meta.json", [json.dumps({**META, "heldout_ppl": {"test": 6.5}})])
+    scores = _write(tmp_path / "scores.json", [json.dumps({"bleu_all": 18.0, "sacrebleu_all": 17.0, "sacrebleu_signature": SIGNATURE})])
+    row = {"label": "RNNsearch-50", "system": "RNNsearch-50", "published": PUBLISHED2, "file": str(meta)}
+    table_command(_spec("learning", [row]), tmp_path / "l.csv", tmp_path / "l.md")
+    assert next(csv.DictReader((tmp_path / "l.csv").open(encoding="utf-8")))["delta Dev NLL"] == "-0.10"
+    row = {"label": "global", "system": "global", "published": {"ppl": 6.1}, "file": str(scores), "unk_file": str(scores), "meta": str(meta)}
+    table_command(_spec("luong", [row], unk_column=True), tmp_path / "u.csv", tmp_path / "u.md")
+    read = next(csv.DictReader((tmp_path / "u.csv").open(encoding="utf-8")))
+    assert (read["Ppl"], read["BLEU +unk"], read["delta Ppl"]) == ("6.50", "18.00", "0.40")
+    capsys.readouterr()
+
+
+def test_table_command_refuses_an_unknown_kind(tmp_path):
+    with pytest.raises(UserError, match=r"Table kind 'bleu2' is unknown; expected one of bleu, learning, luong, nist\."):
+        table_command(_spec("bleu2", []), tmp_path / "t.csv", tmp_path / "t.md")
+
+
+def test_table_kinds_are_the_config_schema_enum():
+    schema_path = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
+    schema = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
+    assert list(TABLE_KINDS) == schema["properties"]["tables"]["additionalProperties"]["properties"]["kind"]["enum"]

@@ -1,12 +1,14 @@
 """Paper tables as DataFrames, CSV and Markdown: Bahdanau's Table 1 (BLEU) and Table 2 (learning
 statistics), Luong's Tables 1, 3 and 4 (perplexity, BLEU, BLEU after UNK replacement) and Table 2 (NIST BLEU,
-sacreBLEU standing in); the demo check."""
+sacreBLEU standing in); the demo check. `TABLES` maps each table kind (config `tables.<name>.kind`) to its
+builder and the files one of its rows reads."""
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 from pandas.api.types import is_numeric_dtype
@@ -17,7 +19,7 @@ from rnnmt.fileio import atomic_path
 DEMO_BANNER = (
     "**Synthetic demo data** — published numbers are shown for orientation only; the data differ, so no deltas."
 )
-TABLE1_NOTE = (
+BLEU_NOTE = (
     "BLEU = case-sensitive corpus BLEU on Moses-tokenized text (identical to multi-bleu.perl), the papers' metric. "
     "sacreBLEU (detok) is scored on detokenized output and is not comparable with the published numbers."
 )
@@ -51,7 +53,7 @@ def _with_deltas(record: dict, deltas: Sequence[tuple[str, str, str]], demo: boo
     return record
 
 
-def _table1_record(row: dict, demo: bool) -> dict:
+def _bleu_record(row: dict, demo: bool) -> dict:
     system = _field(row, "system", "A Table 1 row")
     ours = _reader(_field(row, "scores", f"Table 1 row {system!r}"), f"The scores of {system!r}")
     pub = _reader(_field(row, "published", f"Table 1 row {system!r}"), f"The published numbers of {system!r}")
@@ -84,16 +86,16 @@ def _frame(records: list[dict], text_columns: Sequence[str], int_columns: Sequen
     return df.astype(kinds)
 
 
-def build_table1(rows: list[dict], *, demo: bool) -> pd.DataFrame:
-    """Table 1: reproduced BLEU All / No-UNK, detokenized sacreBLEU, published numbers, and deltas unless demo.
+def bleu_table(rows: list[dict], *, demo: bool) -> pd.DataFrame:
+    """Bahdanau's Table 1: reproduced BLEU All / No-UNK, detokenized sacreBLEU, published numbers, and deltas unless demo.
 
     A row is {"system", "scores": score_system() dict or None, "published": {"all", "nounk"} or None}.
     The sacreBLEU signature(s) and a note on the metrics go to `df.attrs["notes"]`, which write_table prints.
     """
     if not rows:
         raise UserError("Table 1 needs at least one system.")
-    df = _frame([_table1_record(row, demo) for row in rows], text_columns=["System"])
-    df.attrs["notes"] = [TABLE1_NOTE, *_signature_notes(rows)]
+    df = _frame([_bleu_record(row, demo) for row in rows], text_columns=["System"])
+    df.attrs["notes"] = [BLEU_NOTE, *_signature_notes(rows)]
     return df
 
 
@@ -106,7 +108,7 @@ def _published_updates(published: dict | None, system: str) -> int | None:
     return None if updates is None else round(updates)
 
 
-def _table2_record(row: dict, demo: bool) -> dict:
+def _learning_record(row: dict, demo: bool) -> dict:
     system = _field(row, "system", "A Table 2 row")
     ours = _reader(_field(row, "meta", f"Table 2 row {system!r}"), f"The meta.json of {system!r}")
     published = _field(row, "published", f"Table 2 row {system!r}")
@@ -131,8 +133,8 @@ def _table2_record(row: dict, demo: bool) -> dict:
     return _with_deltas(record, deltas, demo)
 
 
-def build_table2(rows: list[dict], *, demo: bool) -> pd.DataFrame:
-    """Table 2: updates, epochs, hours, train/dev NLL, reproduced and published; NLL deltas unless demo.
+def learning_table(rows: list[dict], *, demo: bool) -> pd.DataFrame:
+    """Bahdanau's Table 2: updates, epochs, hours, train/dev NLL, reproduced and published; NLL deltas unless demo.
 
     A row is {"system", "meta": meta.json dict or None, "published": {"updates", "epochs", "hours",
     "train_nll", "dev_nll"} or None}. Updates are raw counts on both sides (the paper prints ×10⁵).
@@ -141,7 +143,7 @@ def build_table2(rows: list[dict], *, demo: bool) -> pd.DataFrame:
     if not rows:
         raise UserError("Table 2 needs at least one system.")
     return _frame(
-        [_table2_record(row, demo) for row in rows],
+        [_learning_record(row, demo) for row in rows],
         text_columns=["System", "Device"],
         int_columns=["Updates", "published Updates"],
     )
@@ -177,7 +179,7 @@ def _luong_record(row: dict, demo: bool, unk_column: bool) -> dict:
     return _with_deltas(record, deltas, demo)
 
 
-def build_luong_table(rows: list[dict], *, demo: bool, unk_column: bool = False) -> pd.DataFrame:
+def luong_table(rows: list[dict], *, demo: bool, unk_column: bool = False) -> pd.DataFrame:
     """Luong's Tables 1, 3 and 4: test perplexity, tokenized BLEU (and, for Table 4, BLEU after UNK
     replacement), detokenized sacreBLEU, the published numbers and, unless demo, the deltas.
 
@@ -207,7 +209,7 @@ def _nist_record(row: dict, demo: bool) -> dict:
     return _with_deltas(record, [("delta NIST BLEU", "sacreBLEU 13a (detok)", "published NIST BLEU")], demo)
 
 
-def build_nist_table(rows: list[dict], *, demo: bool) -> pd.DataFrame:
+def nist_table(rows: list[dict], *, demo: bool) -> pd.DataFrame:
     """Luong's Table 2: detokenized sacreBLEU 13a standing in for the published NIST BLEU, tokenized BLEU beside,
     and, unless demo, the deltas against sacreBLEU.
 
@@ -218,6 +220,32 @@ def build_nist_table(rows: list[dict], *, demo: bool) -> pd.DataFrame:
     df = _frame([_nist_record(row, demo) for row in rows], text_columns=["System"])
     df.attrs["notes"] = [NIST_NOTE, *_signature_notes(rows)]
     return df
+
+
+@dataclass(frozen=True)
+class TableKind:
+    """A kind of paper table (config `tables.<name>.kind`): its builder; `files`, for each key of a builder row
+    that holds a JSON file's contents, the key of the `rnnmt table` spec row naming that file; and the spec
+    options passed on to the builder as keywords."""
+
+    build: Callable[..., pd.DataFrame]
+    files: Mapping[str, str]
+    options: tuple[str, ...] = ()
+
+
+TABLES = {
+    "bleu": TableKind(bleu_table, {"scores": "file"}),
+    "learning": TableKind(learning_table, {"meta": "file"}),
+    "luong": TableKind(luong_table, {"scores": "file", "scores_unk": "unk_file", "meta": "meta"}, options=("unk_column",)),
+    "nist": TableKind(nist_table, {"scores": "file"}),
+}
+TABLE_KINDS = tuple(TABLES)
+
+
+def table_kind(kind: str) -> TableKind:
+    if kind not in TABLES:
+        raise UserError(f"Table kind {kind!r} is unknown; expected one of {', '.join(TABLE_KINDS)}.")
+    return TABLES[kind]
 
 
 CLAIMS_NOTE = (

@@ -2,7 +2,8 @@
 
 `additive` is Bahdanau's alignment model (paper-spec §1.3); `none` is RNNencdec, whose context is the
 fixed summary c at every step (§2). Each class precomputes what does not depend on the decoder step
-once per batch (`prepare`), and `forward` does the per-step work.
+once per batch (`prepare`), and `forward` does the per-step work; `BahdanauAttention` states what the GRU
+decoder calls, and `ATTENTIONS` names the classes that offer it (`model.attention` of a `gru` decoder).
 
 Luong et al.'s attention (§4.2–4.3) is `LuongAttention`: global or local (local-m, local-p) over the top
 encoder states h̄_s, queried by the current decoder state h_t, with the score functions dot, general,
@@ -11,13 +12,50 @@ concat (Luong's simplified v_aᵀ tanh(h̄_s + W_a h_t)) and location (softmax(W
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Protocol
+
 import torch
 from torch import Tensor, nn
 
 from rnnmt.errors import UserError
 from rnnmt.models.encoders import Encoded
 from rnnmt.models.gru import GroundhogGRU
+from rnnmt.models.initialisation import Initialised, Rule, Scheme, normal, zeros
 from rnnmt.models.recurrence import AttentiveGRULoop
+
+
+class Attention(Initialised, Protocol):
+    """What every attention offers its decoder: the keys of a batch, computed once (`prepare`), and how its
+    parameters are initialised (`init_rules`)."""
+
+    def prepare(self, enc: Encoded) -> Tensor: ...
+
+
+class BahdanauAttention(Attention, Protocol):
+    """What BahdanauDecoder calls: one step's contexts and weights, and the fused teacher-forced loop."""
+
+    static: bool  # the context is the same at every step (RNNencdec), so the decoder hoists C·c out of its loop
+
+    def __call__(self, query: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor]:
+        """The contexts [N, A] and weights [N, S] of N = B·k queries [N, Q], k per source sentence in a row."""
+        ...
+
+    def recurrence(self, gru: GroundhogGRU, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
+        """The decoder's teacher-forced loop from s_0 over projected inputs [B, T, 3H]: queries, contexts, weights."""
+        ...
+
+
+def alignment_rules(scheme: Scheme) -> tuple[Rule, Rule]:
+    """The rules of an alignment model's matrices inside the tanh (W_a, U_a) and of its output vector (v_a).
+
+    GroundHog's `RecurrentLayerWithSearch._init_params` (experiments/nmt/encdec.py:269–288) draws A_cp and
+    B_hp from N(0, 0.001²) (`sample_weights_classic(..., 10 ** (-3))`) and sets D_pe to zero, so every source
+    position gets the same weight at first; the other schemes draw them as weights.
+    """
+    if scheme.name == "groundhog":
+        return normal(1e-3), zeros
+    return scheme.weight, scheme.weight
 
 
 class AdditiveAttention(nn.Module):
@@ -30,6 +68,10 @@ class AdditiveAttention(nn.Module):
         self.W_a = nn.Linear(query_size, hidden, bias=False)
         self.U_a = nn.Linear(key_size, hidden, bias=False)
         self.v_a = nn.Linear(hidden, 1, bias=False)
+
+    def init_rules(self, scheme: Scheme) -> dict[str, Rule]:
+        inner, output = alignment_rules(scheme)
+        return {"W_a.weight": inner, "U_a.weight": inner, "v_a.weight": output}
 
     def prepare(self, enc: Encoded) -> Tensor:
         """U_a·h_j for all j, once per batch (§1.3: precomputed once per sentence)."""
@@ -58,6 +100,9 @@ class NoAttention(nn.Module):
 
     def __init__(self, query_size: int, key_size: int, hidden: int) -> None:
         super().__init__()
+
+    def init_rules(self, scheme: Scheme) -> dict[str, Rule]:
+        return {}  # no parameters
 
     def prepare(self, enc: Encoded) -> Tensor:
         return enc.annotations[:, 0]
@@ -112,6 +157,12 @@ class LuongAttention(nn.Module):
             self.W_p = nn.Linear(hidden, hidden, bias=False)
             self.v_p = nn.Linear(hidden, 1, bias=False)
 
+    def init_rules(self, scheme: Scheme) -> dict[str, Rule]:
+        """W_a and v_a by the alignment-model rules (`alignment_rules`), local-p's W_p and v_p as weights."""
+        inner, output = alignment_rules(scheme)
+        rules = {"W_a": inner, "v_a": output, "W_p": scheme.weight, "v_p": scheme.weight}
+        return {f"{name}.weight": rules[name] for name, _ in self.named_children() if name in rules}
+
     def prepare(self, enc: Encoded) -> Tensor:
         """The keys the scores read: W_a h̄_s for general (once per batch), else h̄_s."""
         return self.W_a(enc.annotations) if self.score == "general" else enc.annotations
@@ -159,4 +210,5 @@ class LuongAttention(nn.Module):
 
 LUONG_KINDS = ("global", "local-m", "local-p")
 LUONG_SCORES = ("dot", "general", "concat", "location")
-ATTENTIONS = {"additive": AdditiveAttention, "none": NoAttention}
+ATTENTIONS: dict[str, Callable[[int, int, int], BahdanauAttention]] = {"additive": AdditiveAttention, "none": NoAttention}
+"""Bahdanau-family attentions by `model.attention`, built from (query size, key size, alignment hidden size)."""

@@ -3,19 +3,23 @@
 `decoder: gru` is Bahdanau's family (bigru/gru encoder, additive or no attention); `decoder: lstm` is
 Luong's (stacked LSTM encoder, global/local attention or none). Besides the network, the model config
 says how a source sentence is laid out: with EOS (GroundHog) or without (Luong), reversed or not.
+The allowed encoders and attentions are the keys of the registries of encoders.py and attention.py, and
+the modules declare their own initialisation (initialisation.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from rnnmt.errors import UserError
-from rnnmt.models.attention import LUONG_KINDS, LuongAttention
+from rnnmt.models.attention import ATTENTIONS, LUONG_KINDS, LuongAttention
 from rnnmt.models.decoders import BahdanauDecoder, Context, LuongDecoder, State
 from rnnmt.models.encoders import ENCODERS, Encoded, LSTMEncoder
+from rnnmt.models.initialisation import SCHEMES, initialise
 
 # The conventions of GroundHog systems, whose configs (and model files) predate these keys.
 DEFAULTS = {"decoder": "gru", "source_eos": True, "reverse_source": False}
@@ -68,7 +72,9 @@ class Seq2Seq(nn.Module):
         return self.decoder.advance(ctx, state, words)
 
 
-def _choice(cfg: dict[str, Any], key: str, allowed: tuple[str, ...] | list[str], family: str) -> str:
+def _choice(cfg: dict[str, Any], key: str, allowed: Iterable[str], family: str) -> str:
+    """cfg[key], or a UserError naming it and what a decoder of `family` takes."""
+    allowed = tuple(allowed)
     if cfg[key] not in allowed:
         raise UserError(f"model.{key} is {cfg[key]!r}, but a '{family}' decoder takes {', '.join(allowed)}.")
     return cfg[key]
@@ -80,21 +86,21 @@ def build_model(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int) -> Seq2Seq:
     if cfg["decoder"] not in BUILDERS:
         raise UserError(f"model.decoder is {cfg['decoder']!r}; expected one of {', '.join(BUILDERS)}.")
     model = BUILDERS[cfg["decoder"]](cfg, src_vocab, tgt_vocab)
-    if cfg["init"] not in INITIALISERS:
-        raise UserError(f"model.init is {cfg['init']!r}; expected one of {', '.join(INITIALISERS)}.")
-    INITIALISERS[cfg["init"]](model, cfg)
+    if cfg["init"] not in SCHEMES:
+        raise UserError(f"model.init is {cfg['init']!r}; expected one of {', '.join(SCHEMES)}.")
+    initialise(model, SCHEMES[cfg["init"]](cfg))
     return model
 
 
 def _build_bahdanau(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int) -> Seq2Seq:
-    encoder = ENCODERS[_choice(cfg, "encoder", ("bigru", "gru"), "gru")](src_vocab, cfg["emb"], cfg["hidden"])
+    encoder = ENCODERS[_choice(cfg, "encoder", ENCODERS, "gru")](src_vocab, cfg["emb"], cfg["hidden"])
     decoder = BahdanauDecoder(
         tgt_vocab,
         cfg["emb"],
         cfg["hidden"],
         context_size=encoder.output_size,
         summary_size=encoder.summary_size,
-        attention=_choice(cfg, "attention", ("additive", "none"), "gru"),
+        attention=_choice(cfg, "attention", ATTENTIONS, "gru"),
         align_hidden=cfg["align_hidden"],
         maxout_units=cfg["maxout"],
         output_rank=cfg.get("output_rank"),
@@ -115,50 +121,6 @@ def _build_luong(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int) -> Seq2Seq
 
 
 BUILDERS = {"gru": _build_bahdanau, "lstm": _build_luong}
-
-
-def _orthogonal_blocks(weight: Tensor) -> None:
-    """Each square block of a stacked recurrent matrix [U_z; U_r] gets its own random orthogonal init."""
-    n = weight.shape[1]
-    for block in weight.split(n, dim=0):
-        nn.init.orthogonal_(block)
-
-
-def init_groundhog(model: nn.Module, cfg: dict[str, Any]) -> None:
-    """GroundHog's scheme: orthogonal recurrent, N(0, 0.001²) W_a/U_a, v_a = 0, biases 0, else N(0, 0.01²)."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            leaf = name.rsplit(".", 2)[-2] if name.endswith(".weight") else name.rsplit(".", 1)[-1]
-            if name.endswith("bias") or name.endswith("b_cand") or leaf == "v_a":
-                p.zero_()
-            elif leaf in ("U_gates", "U_cand"):
-                _orthogonal_blocks(p)
-            elif leaf in ("W_a", "U_a"):
-                p.normal_(0.0, 1e-3)
-            else:
-                p.normal_(0.0, 1e-2)
-
-
-def init_uniform(model: nn.Module, cfg: dict[str, Any], scale: float = 0.1) -> None:
-    """U(−0.1, 0.1) everywhere (the common NMT default), recurrent matrices orthogonal, biases 0."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.dim() == 1:
-                p.zero_()
-            elif "U_gates" in name or "U_cand" in name:
-                _orthogonal_blocks(p)
-            else:
-                p.uniform_(-scale, scale)
-
-
-def init_luong(model: nn.Module, cfg: dict[str, Any]) -> None:
-    """Luong et al.: every parameter uniform in [−r, r], r = init_range (0.1 in the paper, §4.5)."""
-    with torch.no_grad():
-        for p in model.parameters():
-            p.uniform_(-cfg["init_range"], cfg["init_range"])
-
-
-INITIALISERS = {"groundhog": init_groundhog, "uniform": init_uniform, "luong": init_luong}
 
 
 RECURRENCES = ("fused", "plain")

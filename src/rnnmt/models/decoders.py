@@ -20,9 +20,10 @@ import torch
 from torch import Tensor, nn
 
 from rnnmt.models import lstm
-from rnnmt.models.attention import ATTENTIONS, LuongAttention
+from rnnmt.models.attention import ATTENTIONS, BahdanauAttention, LuongAttention
 from rnnmt.models.encoders import Embedding, Encoded
 from rnnmt.models.gru import GroundhogGRU
+from rnnmt.models.initialisation import Rule, Scheme, linear_rules, prefixed
 from rnnmt.models.recurrence import LuongFeedLoop
 from rnnmt.text.vocab import Vocab
 
@@ -50,7 +51,7 @@ class BahdanauDecoder(nn.Module):
         self.embed = Embedding(vocab_size, emb_dim)
         self.W_s = nn.Linear(summary_size, hidden)  # s_0 = tanh(W_s ←h_1 + b)
         self.gru = GroundhogGRU(emb_dim, hidden, context_size)
-        self.attention = ATTENTIONS[attention](hidden, context_size, align_hidden)
+        self.attention: BahdanauAttention = ATTENTIONS[attention](hidden, context_size, align_hidden)
         self.U_o = nn.Linear(hidden, 2 * maxout_units)  # the only readout bias (§1.5)
         self.V_o = nn.Linear(emb_dim, 2 * maxout_units, bias=False)
         self.C_o = nn.Linear(context_size, 2 * maxout_units, bias=False)
@@ -59,6 +60,12 @@ class BahdanauDecoder(nn.Module):
             self.W_o = nn.Sequential(nn.Linear(maxout_units, output_rank, bias=False), nn.Linear(output_rank, vocab_size))
         else:
             self.W_o = nn.Linear(maxout_units, vocab_size)
+
+    def init_rules(self, scheme: Scheme) -> dict[str, Rule]:
+        """The linear maps of s_0 and the readout (embeddings, GRU and attention declare their own)."""
+        low_rank = isinstance(self.W_o, nn.Sequential)
+        output = {f"W_o.{i}": factor for i, factor in self.W_o.named_children()} if low_rank else {"W_o": self.W_o}
+        return linear_rules({"W_s": self.W_s, "U_o": self.U_o, "V_o": self.V_o, "C_o": self.C_o, **output}, scheme)
 
     @property
     def attends(self) -> bool:
@@ -160,6 +167,12 @@ class LuongDecoder(nn.Module):
         # h̃_t = tanh(W_c [c_t; h_t]), context first (§4.1); without attention h̃_t = h_t.
         self.W_c = nn.Linear(2 * hidden, hidden, bias=bias) if attention is not None else None
         self.W_s = nn.Linear(hidden, vocab_size, bias=bias)
+
+    def init_rules(self, scheme: Scheme) -> dict[str, Rule]:
+        """The embeddings, the LSTM and the output maps (the attention declares its own)."""
+        outputs = {"W_s": self.W_s} if self.W_c is None else {"W_c": self.W_c, "W_s": self.W_s}
+        lstm_rules = prefixed("lstm", lstm.init_rules(self.lstm, scheme))
+        return {"embed.weight": scheme.weight, **lstm_rules, **linear_rules(outputs, scheme)}
 
     @property
     def attends(self) -> bool:

@@ -10,6 +10,7 @@ from torch import Tensor, nn
 
 from rnnmt.models import lstm
 from rnnmt.models.gru import GroundhogGRU
+from rnnmt.models.initialisation import Rule, Scheme, prefixed
 
 
 @dataclass
@@ -34,6 +35,9 @@ class Embedding(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(vocab_size, dim))
         self.bias = nn.Parameter(torch.zeros(dim))
+
+    def init_rules(self, scheme: Scheme) -> dict[str, Rule]:
+        return {"weight": scheme.weight, "bias": scheme.bias}
 
     def forward(self, ids: Tensor) -> Tensor:
         return nn.functional.embedding(ids, self.weight) + self.bias
@@ -93,6 +97,9 @@ class LSTMEncoder(nn.Module):
         self.state_clip = state_clip
         self.output_size = hidden
 
+    def init_rules(self, scheme: Scheme) -> dict[str, Rule]:
+        return {"embed.weight": scheme.weight, **prefixed("lstm", lstm.init_rules(self.lstm, scheme))}
+
     def forward(self, src: Tensor, mask: Tensor) -> Encoded:
         x = self.drop(self.embed(src))
         # On a GPU, cuDNN's kernel over the whole sequence is the fast path (and faithful without clipping).
@@ -103,4 +110,6 @@ class LSTMEncoder(nn.Module):
         return Encoded(out, mask, lstm.pack_state(final))
 
 
-ENCODERS = {"bigru": BiGRUEncoder, "gru": GRUEncoder, "lstm": LSTMEncoder}
+ENCODERS: dict[str, type[BiGRUEncoder] | type[GRUEncoder]] = {"bigru": BiGRUEncoder, "gru": GRUEncoder}
+"""Bahdanau-family encoders by `model.encoder`, built from (vocabulary size, embedding size, hidden size);
+Luong's decoder takes the LSTMEncoder alone."""

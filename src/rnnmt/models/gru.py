@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from rnnmt.models.initialisation import Rule, Scheme
 from rnnmt.models.recurrence import GRUScan
 
 
@@ -32,6 +33,13 @@ class GroundhogGRU(nn.Module):
         self.U_cand = nn.Linear(hidden_size, hidden_size, bias=False)  # U
         # [C_z; C_r; C] for the decoder's context input (§1.4); absent in encoders.
         self.C_in = nn.Linear(context_size, 3 * hidden_size, bias=False) if context_size else None
+
+    def init_rules(self, scheme: Scheme) -> dict[str, Rule]:
+        """W and C as weights, [U_z; U_r] and U as recurrent matrices, the candidate's bias as a bias."""
+        rules = {"W_in.weight": scheme.weight, "b_cand": scheme.bias, "U_gates.weight": scheme.recurrent, "U_cand.weight": scheme.recurrent}
+        if self.C_in is not None:
+            rules["C_in.weight"] = scheme.weight
+        return rules
 
     def project_inputs(self, x: Tensor) -> Tensor:
         """W·x for every position: [..., input] -> [..., 3·hidden]."""

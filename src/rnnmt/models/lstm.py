@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from rnnmt.models.initialisation import Rule, Scheme
 from rnnmt.models.recurrence import LSTMScan
 
 State = tuple[Tensor, Tensor]  # (h, c), each [layers, B, H]
@@ -21,6 +22,19 @@ State = tuple[Tensor, Tensor]  # (h, c), each [layers, B, H]
 def make_lstm(input_size: int, hidden: int, layers: int, dropout: float, bias: bool) -> nn.LSTM:
     """Batch-first stacked LSTM; dropout on the input of layers 2..L (the caller drops layer 1's input)."""
     return nn.LSTM(input_size, hidden, layers, bias=bias, batch_first=True, dropout=dropout if layers > 1 else 0.0)
+
+
+def init_rules(lstm: nn.LSTM, scheme: Scheme) -> dict[str, Rule]:
+    """Every layer's input and recurrent matrices as weights (the orthogonal rule is GroundHog's GRU's), its biases as biases."""
+    # GroundHog's scheme has no LSTM; it draws an LSTM's biases as weights, as it did when it matched parameter
+    # names, so a seed still gives the same model.
+    bias = scheme.weight if scheme.name == "groundhog" else scheme.bias
+    rules: dict[str, Rule] = {}
+    for k in range(lstm.num_layers):
+        rules |= {f"weight_ih_l{k}": scheme.weight, f"weight_hh_l{k}": scheme.weight}
+        if lstm.bias:
+            rules |= {f"bias_ih_l{k}": bias, f"bias_hh_l{k}": bias}
+    return rules
 
 
 def pack_state(state: State) -> Tensor:
