@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rnnmt.data import synthetic
+from rnnmt.data.demo.sampler import Sampler
 from rnnmt.errors import UserError
 from rnnmt.fileio import read_lines, write_lines
 from rnnmt.select import axelrod as ax
@@ -21,7 +21,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt14"
 
 def _draw(rng: random.Random, n: int, domain: str) -> list[tuple[str, str]]:
     """n synthetic pairs of a domain; pool sentences on the news topic are left out (in-domain-like by construction)."""
-    sampler = synthetic._Sampler(rng, domain)
+    sampler = Sampler(rng, domain)
     pairs = []
     while len(pairs) < n:
         s = sampler.sentence()

@@ -2,41 +2,53 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
+import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from sacremoses import MosesTokenizer
 
-from rnnmt.data import synthetic as syn
-from rnnmt.data.synthetic import (
-    HE,
-    LEXICON,
-    SHE,
-    City,
-    Clause,
-    NounPhrase,
-    PP,
-    Relative,
-    Sentence,
-    detokenize,
-    draw_sentence,
-    generate_demo_corpus,
-    realise,
-)
+from rnnmt.data.demo.corpus import MAX_TOKENS, DemoCorpus, generate_demo_corpus
+from rnnmt.data.demo.grammar import HE, PP, SHE, City, Clause, NounPhrase, Relative, Sentence
+from rnnmt.data.demo.lexicon import LEXICON, VERB_KINDS
+from rnnmt.data.demo.sampler import draw_sentence
+from rnnmt.data.demo.surface import detokenize, realise
+from rnnmt.data.demo.tables import read_table
 from rnnmt.errors import UserError
 from rnnmt.fileio import read_json, read_lines
 
+# The demo's corpora, declared as the workflow declares them (training ones are drawn first).
+ROLES = {
+    "demo-news": ("train", "news"),
+    "demo-general": ("train", "pool"),
+    "demo-dev": ("eval", "news"),
+    "demo-test": ("eval", "news"),
+}
 SMALL = {"demo-news": 300, "demo-general": 600, "demo-dev": 100, "demo-test": 200}
 N, A, V = LEXICON.nouns, LEXICON.adjectives, LEXICON.verbs
+
+
+def declare(sizes: dict[str, int]) -> dict[str, DemoCorpus]:
+    """The demo's corpora (see ROLES) at the given sizes."""
+    return {name: DemoCorpus(pairs, *ROLES[name]) for name, pairs in sizes.items()}
+
+
+def tree_sha256(directory: Path) -> str:
+    """One sha256 over the names and contents of the files in `directory`."""
+    digest = hashlib.sha256()
+    for path in sorted(directory.iterdir()):
+        digest.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 @pytest.fixture(scope="module")
 def small_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("demo")
-    return out, generate_demo_corpus(out, seed=7, sizes=SMALL)
+    return out, generate_demo_corpus(out, declare(SMALL), seed=7)
 
 
 def pair(sentence: Sentence) -> tuple[str, str]:
@@ -49,10 +61,10 @@ def the(noun: str, plural: bool = False, *adjs: str, **kw) -> NounPhrase:
 
 
 def test_same_seed_gives_byte_identical_files(tmp_path: Path) -> None:
-    sizes = {"demo-news": 150, "demo-general": 150, "demo-test": 50}
-    generate_demo_corpus(tmp_path / "a", seed=3, sizes=sizes)
-    generate_demo_corpus(tmp_path / "b", seed=3, sizes=sizes)
-    generate_demo_corpus(tmp_path / "c", seed=4, sizes=sizes)
+    corpora = declare({"demo-news": 150, "demo-general": 150, "demo-test": 50})
+    generate_demo_corpus(tmp_path / "a", corpora, seed=3)
+    generate_demo_corpus(tmp_path / "b", corpora, seed=3)
+    generate_demo_corpus(tmp_path / "c", corpora, seed=4)
     names = sorted(p.name for p in (tmp_path / "a").iterdir())
     assert names == sorted(p.name for p in (tmp_path / "b").iterdir())
     for name in names:
@@ -61,8 +73,8 @@ def test_same_seed_gives_byte_identical_files(tmp_path: Path) -> None:
 
 
 def test_a_corpus_does_not_depend_on_the_size_of_another(tmp_path: Path) -> None:
-    generate_demo_corpus(tmp_path / "a", seed=3, sizes={"demo-news": 100, "demo-general": 50})
-    generate_demo_corpus(tmp_path / "b", seed=3, sizes={"demo-news": 100, "demo-general": 80})
+    generate_demo_corpus(tmp_path / "a", declare({"demo-news": 100, "demo-general": 50}), seed=3)
+    generate_demo_corpus(tmp_path / "b", declare({"demo-news": 100, "demo-general": 80}), seed=3)
     assert (tmp_path / "a" / "demo-news.fr").read_bytes() == (tmp_path / "b" / "demo-news.fr").read_bytes()
 
 
@@ -108,11 +120,12 @@ def test_lengths_spread_past_30_and_50_tokens(small_corpus: tuple[Path, dict]) -
         stats = report["corpora"][name]["src_tokens"]
         assert stats["min"] <= 8 and stats["max"] > 50
         assert stats["over_30"] >= 0.2 * SMALL[name], name
-        assert stats["max"] <= syn.MAX_TOKENS
+        assert stats["max"] <= MAX_TOKENS
 
 
 def test_vocabulary_exceeds_the_shortlist_with_a_rare_tail(tmp_path: Path) -> None:
-    report = generate_demo_corpus(tmp_path, seed=1, sizes={"demo-news": 1500, "demo-general": 3000, "demo-test": 400})
+    sizes = {"demo-news": 1500, "demo-general": 3000, "demo-test": 400}
+    report = generate_demo_corpus(tmp_path, declare(sizes), seed=1)
     assert report["src_types"] > 1000 and report["tgt_types"] > report["src_types"]
     assert 0.15 < report["corpora"]["demo-test"]["outside_top800"] < 0.8
 
@@ -166,7 +179,7 @@ def test_possessives_cities_and_verb_agreement_need_context() -> None:
 
 
 def _city(name: str) -> City:
-    return next(c for c in syn._POOLS["names", "city"].items if c.en_name == name)
+    return next(c for c in LEXICON.cities if c.en_name == name)
 
 
 def test_in_domain_and_pool_word_distributions_differ() -> None:
@@ -189,12 +202,13 @@ def test_in_domain_and_pool_word_distributions_differ() -> None:
 
 
 def test_lexicon_has_no_silently_shadowed_entries() -> None:
-    def count(blocks: dict) -> int:
-        return sum(len(syn._entries(b)) for b in blocks.values())
+    def count(table: dict) -> int:
+        return sum(len(entries) for entries in table.values())
 
-    assert len(N) == count(syn._NOUNS)
-    assert len(A) == count(syn._ADJECTIVES)
-    assert len(V) == sum(count(sections) for sections in syn._VERBS.values())
+    assert len(N) == count(read_table("nouns"))
+    assert len(A) == count(read_table("adjectives"))
+    assert len(V) == sum(count(kinds) for kinds in read_table("verbs").values())
+    assert all(set(kinds) <= set(VERB_KINDS) for kinds in read_table("verbs").values())
     # a lemma with two kinds (transitive and intransitive) would make some English strings ambiguous
     kinds = {}
     for verb in V.values():
@@ -202,20 +216,52 @@ def test_lexicon_has_no_silently_shadowed_entries() -> None:
             assert kinds.setdefault(verb.en, verb.kind) == verb.kind, verb.en
 
 
+# sha256 over the files (names and contents) that the code before the lexicon moved to package data
+# (rnnmt.data.synthetic) wrote for RECORDED at seed 1234: the grammar, the sampler and the word
+# lists (their order included) must not drift, or every demo number in the README changes.
+RECORDED = {"demo-news": 60, "demo-general": 200, "demo-dev": 20, "demo-test": 30}
+RECORDED_SHA256 = "ce0148afb705cc2116078db42e9f5c5826a3109f93f3b9db5b84831d6af1343c"
+
+
+def test_output_is_byte_identical_to_the_recorded_corpus(tmp_path: Path) -> None:
+    generate_demo_corpus(tmp_path, declare(RECORDED), seed=1234)
+    assert tree_sha256(tmp_path) == RECORDED_SHA256
+
+
+def test_role_and_domain_come_from_the_declaration_not_the_name(tmp_path: Path) -> None:
+    corpora = {
+        "alpha": DemoCorpus(40, "eval", "news"),  # sorts first, yet is drawn after the training corpora
+        "news-pool": DemoCorpus(150, "train", "pool"),
+        "test-train": DemoCorpus(150, "train", "news"),
+    }
+    report = generate_demo_corpus(tmp_path, corpora, seed=2)
+    entries = report["corpora"]
+    assert list(entries) == ["news-pool", "test-train", "alpha"]
+    assert {name: (e["role"], e["domain"]) for name, e in entries.items()} == {
+        name: (c.role, c.domain) for name, c in corpora.items()
+    }
+    assert entries["alpha"]["overlap"] == 0 and "overlap" not in entries["test-train"]
+    train = set(read_lines(tmp_path / "news-pool.en")) | set(read_lines(tmp_path / "test-train.en"))
+    assert not set(read_lines(tmp_path / "alpha.en")) & train
+    assert set(entries["alpha"]["topics"]) == set(entries["test-train"]["topics"]) == {"news"}
+    assert set(entries["news-pool"]["topics"]) > {"news", "parliament", "web"}
+
+
 @pytest.mark.parametrize(
-    "kwargs",
+    ("corpora", "seed", "message"),
     [
-        {"sizes": {"demo-news": -1}},
-        {"sizes": {"demo-news": True}},
-        {"sizes": {"demo-news": 2.5}},
-        {"sizes": {"../evil": 3}},
-        {"sizes": {}},
-        {"src_lang": "de"},
-        {"tgt_lang": "de"},
-        {"seed": "1234"},
+        ({"demo-news": DemoCorpus(-1, "train", "news")}, 1, "'demo-news' has pairs -1"),
+        ({"demo-news": DemoCorpus(True, "train", "news")}, 1, "'demo-news' has pairs True"),
+        ({"demo-news": DemoCorpus(2.5, "train", "news")}, 1, "'demo-news' has pairs 2.5"),
+        ({"demo-dev": DemoCorpus(5, "dev", "news")}, 1, "'demo-dev' has role 'dev'; expected one of train, eval"),
+        ({"demo-general": DemoCorpus(5, "train", "general")}, 1, "'demo-general' has domain 'general'"),
+        ({"demo-news": 5}, 1, "'demo-news' must be declared with pairs, role and domain"),
+        ({"../evil": DemoCorpus(3, "train", "news")}, 1, "'../evil' must be a plain file name"),
+        ({}, 1, "at least one declared corpus"),
+        ({"demo-news": DemoCorpus(3, "train", "news")}, "1234", "seed must be an integer, not '1234'"),
     ],
 )
-def test_user_mistakes_raise_user_error(tmp_path: Path, kwargs: dict) -> None:
-    with pytest.raises(UserError):
-        generate_demo_corpus(tmp_path, **kwargs)
+def test_user_mistakes_raise_user_error(tmp_path: Path, corpora: dict, seed: object, message: str) -> None:
+    with pytest.raises(UserError, match=re.escape(message)):
+        generate_demo_corpus(tmp_path, corpora, seed=seed)
     assert not any(tmp_path.iterdir())
