@@ -35,4 +35,4 @@ include: "workflow/rules/report.smk"
 rule all:
     default_target: True
     input:
-        final_targets(),
+        PLAN.final_targets(),

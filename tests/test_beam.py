@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rnnmt.decode.beam import BeamSettings, _search, beam_search
+from rnnmt.decode.beam import _search, beam_search
+from rnnmt.decode.settings import DecodeSettings
 from rnnmt.models.build import build_model
 from rnnmt.text.vocab import Vocab
 from rnnmt.train.batching import SourceFormat, pad
@@ -13,8 +14,8 @@ from rnnmt.train.batching import SourceFormat, pad
 from conftest import tiny_luong_config, tiny_model_config
 
 SOURCES = [torch.tensor([5, 6, 7]), torch.tensor([8, 9, 10, 11, 12, 13]), torch.tensor([14])]
-GROUNDHOG = BeamSettings(width=1)
-LUONG = BeamSettings(width=1, shrink=False, max_ratio=1.5, stack=100)
+GROUNDHOG = DecodeSettings(beam=1)
+LUONG = DecodeSettings(beam=1, shrink=False, max_ratio=1.5, stack=100)
 
 
 def model_and_format(kind: str):
@@ -35,7 +36,7 @@ def output_bias(model) -> torch.Tensor:
     return dec.W_o.bias if hasattr(dec, "W_o") else dec.W_s.bias
 
 
-def greedy(model, fmt: SourceFormat, settings: BeamSettings, src: torch.Tensor, forbid_unk: bool = False) -> list[int]:
+def greedy(model, fmt: SourceFormat, settings: DecodeSettings, src: torch.Tensor, forbid_unk: bool = False) -> list[int]:
     """Reference greedy decoder for one sentence through the step interface, with the beam's length rules."""
     src, mask = fmt.batch([src])
     ctx, state = model.begin(src, mask)
@@ -65,7 +66,7 @@ def test_beam_width_one_equals_greedy(family):
 @pytest.mark.parametrize("kind", ["groundhog", "luong"])
 def test_batched_beam_equals_one_sentence_at_a_time(kind):
     model, fmt = model_and_format(kind)
-    settings = BeamSettings(width=4, shrink=kind == "groundhog", max_ratio=3.0 if kind == "groundhog" else 1.5)
+    settings = DecodeSettings(beam=4, shrink=kind == "groundhog", max_ratio=3.0 if kind == "groundhog" else 1.5)
     src, mask = fmt.batch(SOURCES)
     batched = beam_search(model, src, mask, settings, src_words=fmt.words(mask))
     for s, hyp in zip(SOURCES, batched):
@@ -84,7 +85,7 @@ def test_hypothesis_score_is_the_model_probability_of_its_words(kind):
     with torch.no_grad():
         output_bias(model)[Vocab.EOS] = 3.0  # so that every sentence finishes
     src, mask = fmt.batch(SOURCES)
-    settings = BeamSettings(width=4, shrink=kind == "groundhog")
+    settings = DecodeSettings(beam=4, shrink=kind == "groundhog")
     for row, hyp in enumerate(beam_search(model, src, mask, settings, src_words=fmt.words(mask))):
         assert hyp.finished and len(hyp.align) == len(hyp.tokens) + 1
         tgt, _ = pad([torch.tensor(hyp.tokens, dtype=torch.long)])
@@ -98,7 +99,7 @@ def test_hypothesis_score_is_the_model_probability_of_its_words(kind):
 def test_groundhog_length_limits():
     model, fmt = model_and_format("groundhog")
     src, mask = fmt.batch(SOURCES)
-    for s, hyp in zip(SOURCES, beam_search(model, src, mask, BeamSettings(width=3), src_words=fmt.words(mask))):
+    for s, hyp in zip(SOURCES, beam_search(model, src, mask, DecodeSettings(beam=3), src_words=fmt.words(mask))):
         n = len(s) + 1  # with EOS
         assert n // 2 <= len(hyp.tokens) <= 3 * n
 
@@ -110,14 +111,14 @@ def test_luong_length_limits_and_constant_width():
     with torch.no_grad():
         model.decoder.W_s.bias[Vocab.EOS] = 4.0  # EOS is likely at every step once allowed
     src, mask = fmt.batch(SOURCES)
-    settings = BeamSettings(width=3, shrink=False, max_ratio=1.5, stack=5)
+    settings = DecodeSettings(beam=3, shrink=False, max_ratio=1.5, stack=5)
     for s, hyp in zip(SOURCES, beam_search(model, src, mask, settings, src_words=fmt.words(mask))):
         assert (len(s) + 1) // 2 <= len(hyp.tokens) <= int(1.5 * (len(s) + 1))
     # With EOS always best, a shrinking beam stops after `width` finished hypotheses, all of the
     # shortest length; the constant beam goes on collecting longer ones up to the stack size.
     with torch.no_grad():
         finished_const, _ = _search(model, src, mask, fmt.words(mask), settings, False)
-        finished_shrink, _ = _search(model, src, mask, fmt.words(mask), BeamSettings(width=3, shrink=True, max_ratio=1.5), False)
+        finished_shrink, _ = _search(model, src, mask, fmt.words(mask), DecodeSettings(beam=3, shrink=True, max_ratio=1.5), False)
     for s, const, shrink in zip(SOURCES, finished_const, finished_shrink):
         assert len(shrink) <= 3
         if int(1.5 * (len(s) + 1)) > (len(s) + 1) // 2 + 1:
@@ -130,7 +131,7 @@ def test_no_unk_decoding_never_emits_unk(tiny_model):
         tiny_model.decoder.W_o.bias[Vocab.UNK] = 50.0  # UNK would win every step
         tiny_model.decoder.W_o.bias[Vocab.EOS] = 20.0  # and EOS next, once allowed
     src, mask = SourceFormat().batch(SOURCES)
-    settings, words = BeamSettings(width=3), SourceFormat().words(mask)
+    settings, words = DecodeSettings(beam=3), SourceFormat().words(mask)
     assert all(Vocab.UNK in h.tokens for h in beam_search(tiny_model, src, mask, settings, src_words=words))
     assert all(Vocab.UNK not in h.tokens for h in beam_search(tiny_model, src, mask, settings, src_words=words, forbid_unk=True))
 
@@ -150,6 +151,6 @@ def test_luong_output_lengths_follow_nmt_matlab(eos_bias, bound):
         model.decoder.W_s.bias[Vocab.EOS] = eos_bias
     sources = [torch.arange(n) % 16 + 4 for n in LUONG_BOUNDS]
     src, mask = fmt.batch(sources)
-    settings = BeamSettings(width=2, shrink=False, min_ratio=0.5, max_ratio=1.5, stack=100)
+    settings = DecodeSettings(beam=2, shrink=False, min_ratio=0.5, max_ratio=1.5, stack=100)
     hyps = beam_search(model, src, mask, settings, src_words=fmt.words(mask))
     assert {n: len(h.tokens) for n, h in zip(LUONG_BOUNDS, hyps)} == {n: b[bound] for n, b in LUONG_BOUNDS.items()}

@@ -31,12 +31,11 @@ def test_synthetic_lengths_follow_the_configured_distribution():
 def tiny_paper_config(tmp_path: Path) -> Path:
     """config.yaml with the paper scale shrunk to a CPU test's size (the budgets stay the paper's)."""
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    paper = config["scales"]["paper"]
-    paper["model"].update(emb=8, hidden=12, align_hidden=10, maxout=6, output_rank=7)
-    paper["vocab"].update(size=50, pair_sizes={"en-de": 60, "de-en": 60})
-    paper["train"]["batch_size"] = 4
+    config["scales"]["paper"]["vocab"].update(size=50, pair_sizes={"en-de": 60, "de-en": 60})
+    config["recipes"]["bahdanau2014"]["model"].update(emb=8, hidden=12, align_hidden=10, maxout=6, output_rank=7)
     config["recipes"]["luong2015"]["model"].update(layers=2, emb=8, hidden=12)
-    config["recipes"]["luong2015"]["train"]["batch_size"] = 4
+    for recipe in ("bahdanau2014", "luong2015"):
+        config["recipes"][recipe]["train"]["batch_size"] = 4
     config["bench"]["synthetic_pairs"] = 200
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -66,3 +65,28 @@ def test_paper_shape_names_an_unknown_system(tiny_paper_config, capsys):
     code = main(["bench", "train", "--paper-shape", "rnnsearch-99", "--config", str(tiny_paper_config), "--device", "cpu"])
     err = capsys.readouterr().err
     assert code == 2 and "rnnsearch-99" in err and "rnnsearch-50" in err and len(err.strip().splitlines()) == 1
+
+
+def test_translate_bench_decodes_with_the_decode_file_and_the_flags(tmp_path):
+    from conftest import tiny_model_config
+    from rnnmt.models.artifact import save_model
+    from rnnmt.models.build import build_model
+    from rnnmt.text.vocab import Vocab
+
+    torch.manual_seed(0)
+    vocab = Vocab(["a", "b", "c"], [3, 2, 1])
+    save_model(tmp_path / "m.pt", build_model(tiny_model_config(), len(vocab), len(vocab)), {"name": "t", "pair": "en-fr", "model": tiny_model_config()},
+               vocab, vocab, {"src": None, "tgt": None})  # fmt: skip
+    (tmp_path / "in.txt").write_text("a b c\nc b\nb\n")
+    (tmp_path / "decode.json").write_text('{"beam": 3, "shrink": false, "max_ratio": 1.5}')
+    out = tmp_path / "bench.json"
+    code = main(["bench", "translate", "--model", str(tmp_path / "m.pt"), "--input", str(tmp_path / "in.txt"), "--steps", "1", "--batch-size", "2",
+                 "--decode", str(tmp_path / "decode.json"), "--beam", "2", "--device", "cpu", "--output", str(out)])  # fmt: skip
+    result = json.loads(out.read_text())
+    assert code == 0 and result["sentences"] == 2
+    assert result["beam"] == {"beam": 2, "normalize": False, "shrink": False, "min_ratio": 0.5, "max_ratio": 1.5, "stack": None, "ensemble": "logits"}
+
+
+def test_translate_bench_names_the_options_it_lacks(capsys):
+    assert main(["bench", "translate", "--device", "cpu"]) == 2
+    assert capsys.readouterr().err == "rnnmt bench: error: rnnmt bench translate needs --model, --input.\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,20 @@ def test_bad_device_and_sizes_are_one_line_errors(tmp_path: Path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["demo-corpus", "--out-dir", str(tmp_path), "--seed", "-1"])
     assert exc.value.code == 2 and "expected a seed from 0 to 4294967295, got -1" in capsys.readouterr().err
+
+
+def test_demo_corpus_takes_each_corpus_with_its_role_and_domain(tmp_path: Path, capsys):
+    corpora = ["--corpus", "a:30:train:news", "--corpus", "held:10:eval:news"]
+    assert main(["demo-corpus", "--out-dir", str(tmp_path), "--seed", "3", *corpora]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["corpora"]["held"]["role"] == "eval" and report["corpora"]["a"]["pairs"] == 30
+    assert (tmp_path / "held.fr").read_text(encoding="utf-8").count("\n") == 10
+    assert main(["demo-corpus", "--out-dir", str(tmp_path / "x"), "--seed", "3", "--corpus", "b:5:dev:news"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "role 'dev'" in err and not (tmp_path / "x").exists()
+    with pytest.raises(SystemExit) as exc:
+        main(["demo-corpus", "--out-dir", str(tmp_path), "--seed", "3", "--corpus", "b:5"])
+    assert exc.value.code == 2 and "expected NAME:PAIRS:ROLE:DOMAIN" in capsys.readouterr().err
 
 
 def test_data_binarized_with_other_vocabularies_is_refused(tiny_corpus, tmp_path: Path, capsys):
@@ -286,3 +301,63 @@ def test_translations_on_stdout_are_utf8_under_every_locale(tmp_path: Path):
     assert run.returncode == 0, run.stderr.decode()
     lines = run.stdout.decode("utf-8").splitlines()
     assert len(lines) == 2 and all(line and set(line) <= set("€œ≠—<unk> ") for line in lines), lines
+
+
+@pytest.fixture
+def decoded_with(monkeypatch) -> list:
+    """The DecodeSettings `rnnmt translate` resolved, with the translation itself left out."""
+    seen = []
+    monkeypatch.setattr("rnnmt.decode.translate.translate_file", lambda models, settings, **_: seen.append(settings))
+    return seen
+
+
+def test_decode_file_values_are_overridden_by_the_flags_given(tmp_path: Path, decoded_with: list):
+    from rnnmt.decode.settings import DecodeSettings
+
+    decode = tmp_path / "decode.json"
+    decode.write_text('{"beam": 3, "shrink": false, "max_ratio": 1.5, "stack": 100}')
+    assert main(["translate", "--model", "m.pt", "--decode", str(decode), "--beam", "5", "--ensemble-average", "log_probs"]) == 0
+    assert decoded_with[-1] == DecodeSettings(beam=5, shrink=False, max_ratio=1.5, stack=100, ensemble="log_probs")
+    assert main(["translate", "--model", "m.pt", "--decode", str(decode)]) == 0
+    assert decoded_with[-1] == DecodeSettings(beam=3, shrink=False, max_ratio=1.5, stack=100)
+    assert main(["translate", "--model", "m.pt", "--normalize", "--constant-beam"]) == 0
+    assert decoded_with[-1] == DecodeSettings(normalize=True, shrink=False)
+
+
+def test_absent_decode_keys_take_the_dataclass_defaults(tmp_path: Path, decoded_with: list):
+    from rnnmt.decode.settings import DecodeSettings
+
+    decode = tmp_path / "decode.json"
+    decode.write_text("{}")
+    assert main(["translate", "--model", "m.pt", "--decode", str(decode)]) == 0
+    assert main(["translate", "--model", "m.pt"]) == 0
+    assert decoded_with == [DecodeSettings(), DecodeSettings()]
+    assert DecodeSettings() == DecodeSettings(beam=10, normalize=False, shrink=True, min_ratio=0.5, max_ratio=3.0, stack=None, ensemble="logits")
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ('{"beam": 3, "beam_size": 5}', "has an unknown decoding setting 'beam_size'"),
+        ('{"beam": "3"}', "decoding setting 'beam' must be an integer, got '3'"),
+        ('{"normalize": 1}', "decoding setting 'normalize' must be true or false, got 1"),
+        ('{"max_ratio": true}', "decoding setting 'max_ratio' must be a number, got True"),
+        ('{"stack": 0}', "decoding setting stack must be at least 1 or null, got 0"),
+        ("[3]", "must be a JSON object of decoding settings, not list"),
+        ("{beam: 3", "cannot be read as JSON (JSONDecodeError)"),
+    ],
+)
+def test_a_bad_decode_file_is_one_line_and_exit_2(tmp_path: Path, capsys, decoded_with: list, text: str, message: str):
+    decode = tmp_path / "decode.json"
+    decode.write_text(text)
+    assert main(["translate", "--model", "m.pt", "--decode", str(decode)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rnnmt translate: error: ") and err.count("\n") == 1 and message in err, err
+    assert decoded_with == []
+
+
+def test_a_decode_file_reads_a_float_setting_from_an_integer():
+    from rnnmt.decode.settings import DecodeSettings
+
+    settings = DecodeSettings.from_dict({"max_ratio": 2, "stack": None})
+    assert settings.max_ratio == 2.0 and isinstance(settings.max_ratio, float) and settings.stack is None

@@ -15,7 +15,7 @@ from test_workflow import ROOT, snakemake
 pytest.importorskip("snakemake_executor_plugin_slurm", reason="the Slurm executor plugin is in the test extra")
 
 SLURM = str(ROOT / "workflow" / "profiles" / "slurm")
-GPU_RULES = {"train", "translate"}
+GPU_RULES = {"train", "translate", "alignments"}
 
 
 def planned_resources(dry_run: str) -> dict[str, set[str]]:
@@ -31,7 +31,7 @@ def planned_resources(dry_run: str) -> dict[str, set[str]]:
     return found
 
 
-def test_slurm_dry_run_gives_gpus_to_training_and_translation_only(tmp_path: Path):
+def test_slurm_dry_run_gives_gpus_to_training_and_decoding_only(tmp_path: Path):
     run = snakemake("-n", "--workflow-profile", SLURM, "--directory", str(tmp_path))
     assert run.returncode == 0, run.stderr[-2000:]
     resources = planned_resources(run.stdout)
@@ -71,7 +71,7 @@ def stub_path(tmp_path: Path) -> Path:
 def test_slurm_submissions_carry_the_gpu_and_early_warning_flags(tmp_path: Path, monkeypatch):
     """A training, a translation and a CPU job submitted through the profile to stub Slurm commands."""
     work = tmp_path / "work"
-    inputs = ["results/config/rnnsearch-30.json", "results/config/rnnsearch-50.json", "results/data/bin/en-fr/train.pt",
+    inputs = ["results/config/rnnsearch-30.json", "results/config/decode/rnnsearch-50.json", "results/data/bin/en-fr/train.pt",
               "results/data/bin/en-fr/dev.pt", "results/data/vocab/en-fr/vocab.en.json", "results/data/vocab/en-fr/vocab.fr.json",
               "results/data/tok/en-fr/test.en", "results/data/tok/en-fr/test.fr"]  # fmt: skip
     outputs = ["results/models/rnnsearch-50/model.pt", "results/models/rnnsearch-50/meta.json"]

@@ -29,10 +29,10 @@ def test_shipped_config_is_valid_and_defaults_are_filled():
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
-        (lambda c: c["scales"]["demo"]["train"].update(updatez=3), "unknown key 'scales.demo.train.updatez'"),
+        (lambda c: c["recipes"]["bahdanau2014"]["train"].update(updatez=3), "unknown key 'recipes.bahdanau2014.train.updatez'"),
         (lambda c: c.update(evalution={}), "unknown key 'evalution'"),
         (lambda c: c["systems"]["rnnsearch-50"]["model"].update(attention="dot-product"), "systems.rnnsearch-50.model.attention"),
-        (lambda c: c.update(scale="huge"), "scale 'huge' is not one of the presets"),
+        (lambda c: c.update(scale="huge"), "scale 'huge' is not one of the scales"),
         (lambda c: c["systems"]["rnnsearch-30"].update(pair="en-xx"), "systems.rnnsearch-30.pair 'en-xx'"),
         (lambda c: c["figures"]["bahdanau2014_fig2"].update(table="table9"), "figures.bahdanau2014_fig2.table 'table9'"),
         (lambda c: c["figures"]["bahdanau2014_fig3"].update(system="rnnsearch-5O"), "figures.bahdanau2014_fig3.system"),
@@ -55,13 +55,13 @@ def test_mistakes_are_one_line_naming_the_key(edit, expected):
     assert "\n" not in str(err.value)
 
 
-def test_system_config_merges_scale_system_and_overrides():
+def test_system_config_merges_recipe_scale_system_and_overrides():
     c = cfg.validate(raw_config(), SCHEMA)
-    demo = cfg.system_config(c, "rnnsearch-30")
-    assert demo["model"]["encoder"] == "bigru" and demo["model"]["hidden"] == c["scales"]["demo"]["model"]["hidden"]
+    demo = cfg.training_settings(c, "rnnsearch-30")
+    assert demo["model"]["encoder"] == "bigru" and demo["model"]["hidden"] == c["recipes"]["bahdanau2014"]["overrides"]["demo"]["model"]["hidden"]
     assert demo["train"]["max_len"] == 30 and demo["train"]["optimizer"]["name"] == "adam"
     c["scale"] = "paper"
-    paper = cfg.system_config(c, "rnnsearch-30")
+    paper = cfg.training_settings(c, "rnnsearch-30")
     assert paper["model"]["hidden"] == 1000 and paper["train"]["updates"] == 471000
     assert paper["train"]["optimizer"] == {"name": "adadelta", "lr": 1.0, "rho": 0.95, "eps": 1e-6}
     assert "rnnsearch-50star" in cfg.active_systems(c)
@@ -96,21 +96,21 @@ def test_axelrod_needs_in_domain_text_and_every_per_corpus_share():
 def test_a_luong_system_takes_its_recipe_then_the_scale_override_then_its_own_settings():
     c = cfg.validate(raw_config(), SCHEMA)
     c["scale"] = "paper"
-    local_p = cfg.system_config(c, "luong-localp-general-feed")
+    local_p = cfg.training_settings(c, "luong-localp-general-feed")
     assert local_p["pair"] == "en-de"
     model, train = local_p["model"], local_p["train"]
     assert (model["layers"], model["hidden"], model["emb"], model["bias"], model["source_eos"]) == (4, 1000, 1000, False, False)
     assert (model["attention"], model["score"], model["feed_input"], model["reverse_source"]) == ("local-p", "general", True, True)
     assert model["dropout"] == 0.2 and train["epochs"] == 12 and train["lr_decay"] == {"after_epoch": 8, "factor": 0.5}
     assert (train["optimizer"], train["loss"], train["clip_norm"], train["batch_size"]) == ({"name": "sgd", "lr": 1.0}, "sentence_mean", 5.0, 128)
-    assert "align_hidden" not in model  # nothing leaks from the GroundHog scale preset
-    assert cfg.system_config(c, "luong-base")["train"]["lr_decay"] == {"after_epoch": 5, "factor": 0.5}
-    decode = cfg.system_settings(c, "luong-base")["decode"]
+    assert "align_hidden" not in model  # nothing leaks from Bahdanau's recipe
+    assert cfg.training_settings(c, "luong-base")["train"]["lr_decay"] == {"after_epoch": 5, "factor": 0.5}
+    decode = cfg.resolve_system(c, "luong-base")["decode"]
     assert decode == {"beam": 12, "normalize": False, "shrink": False, "min_ratio": 0.5, "max_ratio": 1.5, "stack": 100, "ensemble": "logits"}
-    assert cfg.system_settings(c, "rnnsearch-50")["decode"] == {"beam": 10, "normalize": False}
+    assert cfg.resolve_system(c, "rnnsearch-50")["decode"] == {"beam": 10, "normalize": False}
     # The demo maps En-De onto its own pair and uses the recipe's small demo sizes.
     c["scale"] = "demo"
-    demo = cfg.system_config(c, "luong-localp-general-feed")
+    demo = cfg.training_settings(c, "luong-localp-general-feed")
     assert demo["pair"] == "en-fr" and demo["model"]["hidden"] == 128 and demo["model"]["dropout"] == 0.0
     assert cfg.active_ensembles(c) == []
 
@@ -173,3 +173,57 @@ def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path: Path):
     tabs.write_text("scale: demo\nevaluation:\n\tbeam: 3\n")
     with pytest.raises(UserError, match=rf"config file {tabs} line 3, column 1: found character '\\t' that cannot start any token"):
         cfg.read_yaml(tabs)
+
+
+MID_SCALE = """
+scales:
+  mid:
+    base: sample
+    description: the sample scale's data and systems with 768-unit recurrent layers
+    model: {hidden: 768}
+"""
+
+
+def test_a_scale_inherits_its_base_and_changes_only_what_it_says():
+    c = cfg.deep_merge(raw_config(), yaml.safe_load(MID_SCALE))
+    c["scale"] = "mid"
+    c = cfg.validate(c, SCHEMA)
+    sample = cfg.deep_merge(raw_config(), {"scale": "sample"})
+    sample = cfg.validate(sample, SCHEMA)
+    assert cfg.active_systems(c) == cfg.active_systems(sample) and "luong-base" in cfg.active_systems(c)
+    assert cfg.active_ensembles(c) == cfg.active_ensembles(sample) == ["luong-ensemble"]
+    assert c["scales"]["mid"]["corpora"] == sample["scales"]["sample"]["corpora"]
+    for name in cfg.active_systems(c):
+        mid, base = cfg.training_settings(c, name), cfg.training_settings(sample, name)
+        assert mid["model"]["hidden"] == 768 and base["model"]["hidden"] == 512
+        mid["model"]["hidden"] = base["model"]["hidden"]
+        assert mid == base, name
+        assert cfg.resolve_system(c, name)["decode"] == cfg.resolve_system(sample, name)["decode"]
+
+
+@pytest.mark.parametrize(
+    ("scales", "message"),
+    [
+        ({"mid": {"base": "smaple"}}, "scales.mid.base 'smaple' is not a scale"),
+        ({"a": {"base": "b"}, "b": {"base": "a"}}, "inherit in a cycle"),
+    ],
+)
+def test_scale_inheritance_mistakes_are_one_line_errors(scales, message):
+    c = cfg.deep_merge(raw_config(), {"scales": scales})
+    with pytest.raises(UserError, match=message):
+        cfg.validate(c, SCHEMA)
+
+
+def test_a_recipe_without_overrides_for_the_active_scale_is_an_error_not_paper_sizes():
+    raw = raw_config()
+    c = cfg.deep_merge(raw, {"scale": "other", "scales": {"other": raw["scales"]["sample"]}})  # no base: nothing to fall back on
+    with pytest.raises(UserError) as err:
+        cfg.validate(c, SCHEMA)
+    assert "recipe 'bahdanau2014' (of system 'rnnencdec-30') has no overrides for scale 'other'" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_scale_names_only_known_systems():
+    c = cfg.deep_merge(raw_config(), {"scales": {"demo": {"systems": ["rnnsearch-50", "rnnsearch-5O"]}}})
+    with pytest.raises(UserError, match="scales.demo.systems names rnnsearch-5O, which are not under 'systems'"):
+        cfg.validate(c, SCHEMA)

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from rnnmt.cli import main
-from rnnmt.decode.beam import BeamSettings, beam_search
+from rnnmt.decode.beam import beam_search
 from rnnmt.decode.ensemble import Ensemble
+from rnnmt.decode.settings import DecodeSettings
 from rnnmt.decode.unk import UnkReplacer, learn_dictionary, load_dictionary, write_dictionary
 from rnnmt.models.artifact import save_model
 from rnnmt.models.build import build_model
@@ -70,7 +71,7 @@ def test_an_ensemble_of_one_is_that_model_and_of_two_copies_too(average):
     model = build_model(tiny_luong_config(), 20, 20).eval()
     fmt = SourceFormat.of(tiny_luong_config())
     src, mask = fmt.batch([torch.tensor([5, 6, 7]), torch.tensor([8, 9])])
-    settings = BeamSettings(width=3, shrink=False, max_ratio=1.5)
+    settings = DecodeSettings(beam=3, shrink=False, max_ratio=1.5)
     alone = beam_search(model, src, mask, settings, src_words=fmt.words(mask))
     for members in ([model], [model, model]):
         together = beam_search(Ensemble(members, average), src, mask, settings, src_words=fmt.words(mask))
@@ -124,7 +125,7 @@ def test_an_ensemble_of_models_with_and_without_attention_aligns_by_those_that_a
         _, alpha, _ = ens.predict(*ens.begin(src, mask), 0)
         expected = attending.predict(*attending.begin(src, mask), 0)[1]
     assert torch.equal(alpha, expected)
-    hyps = beam_search(ens, src, mask, BeamSettings(width=2), src_words=fmt.words(mask))
+    hyps = beam_search(ens, src, mask, DecodeSettings(beam=2), src_words=fmt.words(mask))
     assert len(hyps) == 2 and all(0 <= a < src.shape[1] for h in hyps for a in h.align)
 
 

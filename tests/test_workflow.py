@@ -160,3 +160,29 @@ def test_unknown_corpus_name_stops_before_any_job(tmp_path):
     run = snakemake("-n", "--directory", str(tmp_path), "--config", "scale=sample", "--configfile", str(ROOT / "config.yaml"), str(override))
     assert run.returncode != 0
     assert "corpus 'news-commentary-v8' is not in the sources table" in run.stderr
+
+
+# The README's example of a new scale: the whole change is this block (issue 14: at most 10 lines).
+MID_SCALE = """\
+scales:
+  mid:
+    base: sample
+    description: the sample scale's data and systems with 768-unit recurrent layers
+    model: {hidden: 768}
+"""
+
+
+def test_a_new_scale_that_inherits_sample_plans_the_sample_run_with_its_change(tmp_path):
+    assert len(MID_SCALE.splitlines()) <= 10
+    override = tmp_path / "mid.yaml"
+    override.write_text(MID_SCALE)
+    run = snakemake("-n", "-p", "--directory", str(tmp_path), "--config", "scale=mid", "--configfile", str(ROOT / "config.yaml"), str(override))
+    assert run.returncode == 0, run.stderr
+    planned = _planned_outputs(run.stdout)
+    assert {"results/models/rnnsearch-50/model.pt", "results/models/luong-global-dot-feed/model.pt", "results/tables/luong2015_table2.md",
+            "results/data/raw/en-fr/newstest2014.json"} <= planned  # fmt: skip
+    assert "results/models/rnnsearch-50star/model.pt" not in planned  # sample's systems: no RNNsearch-50*
+    show = subprocess.run([sys.executable, "-m", "rnnmt.cli", "show-system", "luong-global-dot-feed", "--scale", "mid",
+                           "--config", str(ROOT / "config.yaml"), str(override)], capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    assert show.returncode == 0, show.stderr
+    assert '"hidden": 768' in show.stdout and '"layers": 2' in show.stdout  # mid's change over sample's Luong sizes

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
-import json
+import dataclasses
 import resource
-import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from rnnmt.decode.settings import DecodeSettings
 from rnnmt.errors import UserError
 from rnnmt.fileio import read_lines, write_json
 from rnnmt.runtime import pick_device
@@ -24,12 +24,6 @@ def _peak_memory_mb(device: torch.device) -> float:
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**20
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
-
-
-def _need(a: argparse.Namespace, *names: str) -> None:
-    missing = [f"--{n.replace('_', '-')}" for n in names if getattr(a, n) is None]
-    if missing:
-        raise UserError(f"rnnmt bench {a.what} needs {', '.join(missing)}.")
 
 
 def _ops_per_update(trainer: Any, update: int) -> dict[str, int]:
@@ -68,20 +62,19 @@ def synthetic_data(lengths: dict[str, float], pairs: int, src_vocab: int, tgt_vo
     return ParallelData(*sides, {"synthetic": True, "src_vocab_size": src_vocab, "tgt_vocab_size": tgt_vocab})
 
 
-def paper_shape(config_path: Path, name: str) -> dict[str, Any]:
+def _paper_shape(config_path: Path, name: str) -> dict[str, Any]:
     """System `name` at the `paper` scale, with random data of its vocabulary sizes and its update budget."""
     from rnnmt import config as rnnmt_config
     from rnnmt.text.vocab import Vocab
     from rnnmt.train.batching import updates_for_epochs
 
-    schema = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
-    config = rnnmt_config.load(config_path, schema if schema.exists() else config_path.parent / "workflow" / "schemas" / "config.schema.yaml")
+    config = rnnmt_config.load(config_path, rnnmt_config.schema_beside(config_path))
     if name not in config["systems"]:
         raise UserError(f"--paper-shape {name}: {config_path} has no such system (known: {', '.join(config['systems'])}).")
     if "bench" not in config:
         raise UserError(f"--paper-shape needs the 'bench' section of config.yaml; {config_path} has none.")
     config["scale"] = "paper"
-    system = rnnmt_config.system_config(config, name)
+    system = rnnmt_config.training_settings(config, name)
     vocab = config["scales"]["paper"]["vocab"]
     size = vocab.get("pair_sizes", {}).get(system["pair"], vocab["size"])
     train = system["train"]
@@ -96,45 +89,55 @@ def paper_shape(config_path: Path, name: str) -> dict[str, Any]:
     return {"system": system, "data": data, "vocab": Vocab(words, [1] * size), "budget": budget}
 
 
-def bench_train(a: argparse.Namespace, device: torch.device) -> dict[str, Any]:
-    """Time `steps` training updates after a warm-up, on the system's own batches or (paper_shape) random ones."""
+def bench_train(
+    device: torch.device,
+    *,
+    steps: int,
+    paper_shape: str | None = None,
+    config: Path | None = None,
+    system_path: Path | None = None,
+    data_path: Path | None = None,
+    src_vocab: Path | None = None,
+    tgt_vocab: Path | None = None,
+    overrides: dict[str, str],
+) -> dict[str, Any]:
+    """Time `steps` training updates after a warm-up: system `paper_shape` of `config` on random batches,
+    or the system at `system_path` on its data; `overrides` replace values of its `train` section."""
     from rnnmt.text.binarize import ParallelData
     from rnnmt.text.vocab import Vocab
     from rnnmt.train.loop import Trainer
     from rnnmt.train.run import read_system
 
-    if a.paper_shape:
-        shape = paper_shape(a.config, a.paper_shape)
-        system, data, src_vocab, tgt_vocab, budget = shape["system"], shape["data"], shape["vocab"], shape["vocab"], shape["budget"]
+    if paper_shape:
+        shape = _paper_shape(config, paper_shape)
+        system, data, source_vocab, target_vocab, budget = shape["system"], shape["data"], shape["vocab"], shape["vocab"], shape["budget"]
     else:
-        _need(a, "system", "data", "src_vocab", "tgt_vocab")
-        system, data, budget = read_system(a.system), ParallelData.load(a.data), None
-        src_vocab, tgt_vocab = Vocab.load(a.src_vocab), Vocab.load(a.tgt_vocab)
-    overrides = {key: getattr(a, key) for key in ("precision", "recurrence", "sync") if getattr(a, key)}
+        system, data, budget = read_system(system_path), ParallelData.load(data_path), None
+        source_vocab, target_vocab = Vocab.load(src_vocab), Vocab.load(tgt_vocab)
     system = {**system, "train": {**system["train"], **overrides}}
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = Trainer(system, data, {}, src_vocab, tgt_vocab, Path(tmp), device, {})
+        trainer = Trainer(system, data, {}, source_vocab, target_vocab, Path(tmp), device, {})
         for u in range(WARMUP):
             trainer.step(u)
         _sync(device)
         start, tokens, sents = time.perf_counter(), 0, 0
-        for u in range(WARMUP, WARMUP + a.steps):
+        for u in range(WARMUP, WARMUP + steps):
             _, n, t = trainer.step(u)
             sents, tokens = sents + n, tokens + t
         _sync(device)
         seconds = time.perf_counter() - start
-        positions = sum(trainer.stream.batch(u).tgt.numel() for u in range(WARMUP, WARMUP + a.steps))  # outside the timing
-        ops = _ops_per_update(trainer, WARMUP + a.steps)
+        positions = sum(trainer.stream.batch(u).tgt.numel() for u in range(WARMUP, WARMUP + steps))  # outside the timing
+        ops = _ops_per_update(trainer, WARMUP + steps)
     result = {
         "system": system["name"],
-        "data": "random, paper sizes" if a.paper_shape else str(a.data),
-        "updates": a.steps,
+        "data": "random, paper sizes" if paper_shape else str(data_path),
+        "updates": steps,
         "batch_size": system["train"]["batch_size"],
         "seconds": seconds,
-        "updates_per_s": a.steps / seconds,
+        "updates_per_s": steps / seconds,
         "target_tokens_per_s": tokens / seconds,
         "sentences_per_s": sents / seconds,
-        "target_tokens_per_update": tokens / a.steps,
+        "target_tokens_per_update": tokens / steps,
         "batch_fill": tokens / positions,
         "operator_calls_per_update": ops,
         "recurrence": trainer.cfg["recurrence"],
@@ -142,66 +145,65 @@ def bench_train(a: argparse.Namespace, device: torch.device) -> dict[str, Any]:
         "sync": trainer.cfg["sync"],
     }
     if budget is not None:
-        result.update({"paper_budget_updates": budget, "projected_hours": budget / (a.steps / seconds) / 3600})
+        result.update({"paper_budget_updates": budget, "projected_hours": budget / (steps / seconds) / 3600})
     return result
 
 
-def bench_translate(a: argparse.Namespace, device: torch.device) -> dict[str, Any]:
-    """Time beam search over the first steps·batch_size input sentences."""
-    from rnnmt.decode.translate import settings_from_args, translate_lines
+def bench_translate(device: torch.device, *, model: Path, source: Path, steps: int, batch_size: int, settings: DecodeSettings) -> dict[str, Any]:
+    """Time beam search over the first steps·batch_size sentences of `source`."""
+    from rnnmt.decode.translate import translate_lines
     from rnnmt.models.artifact import load_model
 
-    _need(a, "model", "input")
-    tm = load_model(a.model, device)
-    lines = read_lines(a.input)[: a.steps * a.batch_size]
-    settings = settings_from_args(a)
-    translate_lines(tm, lines[: a.batch_size], settings, batch_size=a.batch_size, device=device)  # warm-up
+    tm = load_model(model, device)
+    lines = read_lines(source)[: steps * batch_size]
+    translate_lines(tm, lines[:batch_size], settings, batch_size=batch_size, device=device)  # warm-up
     _sync(device)
     start = time.perf_counter()
-    out = translate_lines(tm, lines, settings, batch_size=a.batch_size, device=device)
+    out = translate_lines(tm, lines, settings, batch_size=batch_size, device=device)
     _sync(device)
     seconds = time.perf_counter() - start
     return {
         "system": tm.system["name"],
         "sentences": len(lines),
-        "beam": vars(settings),
-        "batch_size": a.batch_size,
+        "beam": dataclasses.asdict(settings),
+        "batch_size": batch_size,
         "seconds": seconds,
         "sentences_per_s": len(lines) / seconds,
         "target_tokens_per_s": sum(len(o.split()) + 1 for o in out) / seconds,
     }
 
 
-def bench_select(a: argparse.Namespace, device: torch.device) -> dict[str, Any]:
+def bench_select(
+    device: torch.device, *, src: Path, tgt: Path, indomain_src: Path, indomain_tgt: Path, order: int, chunk_lines: int
+) -> dict[str, Any]:
     """Time Axelrod scoring end to end (read, encode, four LMs, CED) over a tokenized pool, one core."""
     import numpy as np
 
     from rnnmt.select import axelrod as ax
     from rnnmt.select.ngram import Encoder, build_vocab
 
-    _need(a, "src", "tgt", "indomain_src", "indomain_tgt")
     start = time.perf_counter()
-    indomain = {"src": read_lines(a.indomain_src), "tgt": read_lines(a.indomain_tgt)}
-    index = ax.shard_index(a.src, a.tgt, 1)
-    tgt_lengths = ax.token_counts(a.tgt)
+    indomain = {"src": read_lines(indomain_src), "tgt": read_lines(indomain_tgt)}
+    index = ax.shard_index(src, tgt, 1)
+    tgt_lengths = ax.token_counts(tgt)
     sample = ax.ood_sample(tgt_lengths, int(sum(len(line.split()) for line in indomain["tgt"])), seed=1)
     keep = np.zeros(len(tgt_lengths), dtype=bool)
     keep[sample] = True
     words, lms = {}, {}
-    for side, path in (("src", a.src), ("tgt", a.tgt)):
+    for side, path in (("src", src), ("tgt", tgt)):
         words[side] = build_vocab(indomain[side])
-        lms[f"in_{side}"] = ax.estimate_lm(indomain[side], words[side], a.order, str(path))
+        lms[f"in_{side}"] = ax.estimate_lm(indomain[side], words[side], order, str(path))
         ood = [line for line, k in zip(read_lines(path), keep) if k]
-        lms[f"out_{side}"] = ax.estimate_lm(ood, words[side], a.order, "pool sample")
+        lms[f"out_{side}"] = ax.estimate_lm(ood, words[side], order, "pool sample")
     prepare = time.perf_counter() - start
-    parts = ax.score_shard(a.src, a.tgt, index, 0, lms, {side: Encoder(w) for side, w in words.items()}, a.chunk_lines)
+    parts = ax.score_shard(src, tgt, index, 0, lms, {side: Encoder(w) for side, w in words.items()}, chunk_lines)
     seconds = float(parts["seconds"])
     pairs = len(parts["n_src"])
     return {
         "pairs": pairs,
         "mean_tokens": {side: float(parts[f"n_{side}"].mean()) for side in ("src", "tgt")},
-        "order": a.order,
-        "chunk_lines": a.chunk_lines,
+        "order": order,
+        "chunk_lines": chunk_lines,
         "lm_ngrams": {key: int(sum(len(k) for k in lm.keys)) for key, lm in lms.items()},
         "prepare_seconds": prepare,
         "seconds": seconds,
@@ -215,13 +217,14 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def bench_command(a: argparse.Namespace) -> None:
-    device = pick_device(a.device, a.gpu_lock_dir)
-    result = {"train": bench_train, "translate": bench_translate, "select": bench_select}[a.what](a, device)
-    result.update(
-        {"what": a.what, "device": str(device), "threads": torch.get_num_threads(), "peak_memory_mb": _peak_memory_mb(device), "torch": torch.__version__}
-    )
-    text = json.dumps(result, indent=2, sort_keys=True)
-    print(text, file=sys.stdout)
-    if a.output:
-        write_json(a.output, result)
+def benchmark(
+    what: str, measure: Callable[[torch.device], dict[str, Any]], *, device: str, gpu_lock_dir: Path | None, output: Path | None
+) -> dict[str, Any]:
+    """`rnnmt bench WHAT`: `measure` on the picked device, with what was measured and where; written to `output` too."""
+    run_on = pick_device(device, gpu_lock_dir)
+    result = measure(run_on)
+    result.update({"what": what, "device": str(run_on), "threads": torch.get_num_threads(), "peak_memory_mb": _peak_memory_mb(run_on)})
+    result["torch"] = torch.__version__
+    if output:
+        write_json(output, result)
+    return result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,9 @@ import jsonschema
 import yaml
 
 from rnnmt.errors import UserError
+from rnnmt.train.defaults import RESOLVED_KEYS, TRAIN_DEFAULTS
+
+SCHEMA = Path("workflow") / "schemas" / "config.schema.yaml"
 
 
 def _fill_defaults(validator_class: type) -> type:
@@ -39,8 +43,9 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 
 def validate(config: dict[str, Any], schema_path: Path) -> dict[str, Any]:
-    """Check `config` against the schema, fill defaults in place, and check cross-references."""
+    """Merge each scale's `base` in, check `config` against the schema, fill defaults in place, check cross-references."""
     schema = yaml.safe_load(Path(schema_path).read_text())
+    inherit_scales(config)
     cls = _fill_defaults(jsonschema.validators.validator_for(schema))
     errors = sorted(cls(schema).iter_errors(config), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
     if errors:
@@ -50,30 +55,56 @@ def validate(config: dict[str, Any], schema_path: Path) -> dict[str, Any]:
     return config
 
 
+def inherit_scales(config: dict[str, Any]) -> None:
+    """Replace each scale that names a `base` by its base (itself resolved first) with the scale's own keys merged in."""
+    scales = config.get("scales")
+    if not isinstance(scales, dict):
+        return  # the schema reports it
+    for name in scales:
+        chain = scale_chain(config, name)
+        merged: dict[str, Any] = {}
+        for scale in chain:
+            merged = deep_merge(merged, config["scales"][scale])
+        scales[name] = merged
+
+
+def scale_chain(config: dict[str, Any], name: str) -> list[str]:
+    """A scale and the scales it inherits from, the root first."""
+    chain = [name]
+    while isinstance(config["scales"][chain[0]], dict) and (base := config["scales"][chain[0]].get("base")) is not None:
+        if base not in config["scales"]:
+            raise UserError(f"config: scales.{chain[0]}.base '{base}' is not a scale (known: {', '.join(config['scales'])}).")
+        if base in chain:
+            raise UserError(f"config: scales {' -> '.join(reversed([base, *chain]))} inherit in a cycle.")
+        chain.insert(0, base)
+    return chain
+
+
 def _check_references(config: dict[str, Any]) -> None:
     """Names used in one section must exist in another."""
     if config["scale"] not in config["scales"]:
-        raise UserError(f"config: scale '{config['scale']}' is not one of the presets in 'scales' ({', '.join(config['scales'])}).")
+        raise UserError(f"config: scale '{config['scale']}' is not one of the scales under 'scales' ({', '.join(config['scales'])}).")
     for name, system in config["systems"].items():
         if system["pair"] not in config["pairs"]:
             raise UserError(f"config: systems.{name}.pair '{system['pair']}' is not defined under 'pairs'.")
-        for scale in system.get("scales", []):
-            if scale not in config["scales"]:
-                raise UserError(f"config: systems.{name}.scales names '{scale}', which is not a preset in 'scales'.")
+        recipe(config, system["recipe"])
+    for scale, scale_ in config["scales"].items():
+        unknown = [s for s in scale_["systems"] if s not in config["systems"]]
+        if unknown:
+            raise UserError(f"config: scales.{scale}.systems names {', '.join(unknown)}, which are not under 'systems'.")
     figures = config["figures"]
     if "bahdanau2014_fig2" in figures and figures["bahdanau2014_fig2"]["table"] not in config["tables"]:
         raise UserError(f"config: figures.bahdanau2014_fig2.table '{figures['bahdanau2014_fig2']['table']}' is not under 'tables'.")
     if "bahdanau2014_fig3" in figures and figures["bahdanau2014_fig3"]["system"] not in config["systems"]:
         raise UserError(f"config: figures.bahdanau2014_fig3.system '{figures['bahdanau2014_fig3']['system']}' is not under 'systems'.")
-    for scale, preset_ in config["scales"].items():
-        for pair in preset_["corpora"]:
+    for scale, scale_ in config["scales"].items():
+        for pair in scale_["corpora"]:
             if pair not in config["pairs"]:
                 raise UserError(f"config: scales.{scale}.corpora.{pair} is not a pair defined under 'pairs'.")
     for name in active_systems(config):
         if system_pair(config, name) not in config["scales"][config["scale"]]["corpora"]:
             raise UserError(f"config: systems.{name} translates {system_pair(config, name)}, which has no corpora at scale '{config['scale']}'.")
-        if "recipe" in config["systems"][name]:
-            recipe(config, config["systems"][name]["recipe"])
+        resolve_system(config, name)
     for name, ensemble in config.get("ensembles", {}).items():
         unknown = [m for m in ensemble["members"] if m not in config["systems"]]
         if unknown:
@@ -119,6 +150,22 @@ def load(path: Path, schema_path: Path) -> dict[str, Any]:
     return validate(read_yaml(path), schema_path)
 
 
+def schema_beside(config_path: Path) -> Path:
+    """The config schema of this source checkout, else the one in the workflow beside `config_path`."""
+    here = Path(__file__).resolve().parents[2] / SCHEMA
+    return here if here.exists() else Path(config_path).parent / SCHEMA
+
+
+def load_files(paths: list[Path], scale: str | None = None) -> dict[str, Any]:
+    """Config files merged in order (as `snakemake --configfile A B`), at `scale` if given, validated."""
+    merged: dict[str, Any] = {}
+    for path in paths:
+        merged = deep_merge(merged, read_yaml(path) or {})
+    if scale is not None:
+        merged["scale"] = scale
+    return validate(merged, schema_beside(paths[0]))
+
+
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """A copy of `base` with `override` merged in recursively (dicts merge, other values replace)."""
     out = copy.deepcopy(base)
@@ -127,15 +174,15 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-def preset(config: dict[str, Any]) -> dict[str, Any]:
-    """The active scale preset."""
+def active_scale(config: dict[str, Any]) -> dict[str, Any]:
+    """The active scale's settings (its `base` merged in)."""
     return config["scales"][config["scale"]]
 
 
 def active_systems(config: dict[str, Any]) -> list[str]:
-    """Systems that run at the active scale, in config order."""
-    scale = config["scale"]
-    return [name for name, s in config["systems"].items() if scale in s.get("scales", [scale])]
+    """Systems that run at the active scale (its `systems`), in the order of `systems`."""
+    listed = set(active_scale(config)["systems"])
+    return [name for name in config["systems"] if name in listed]
 
 
 def active_ensembles(config: dict[str, Any]) -> list[str]:
@@ -146,7 +193,7 @@ def active_ensembles(config: dict[str, Any]) -> list[str]:
 
 def pair_at_scale(config: dict[str, Any], pair: str) -> str:
     """The pair a system or table of `pair` runs on at the active scale (the demo maps every pair to its own)."""
-    return preset(config).get("pair_map", {}).get(pair, pair)
+    return active_scale(config).get("pair_map", {}).get(pair, pair)
 
 
 def declared_pair(config: dict[str, Any], name: str) -> str:
@@ -176,7 +223,7 @@ def table_test_set(config: dict[str, Any], name: str, test_sets: list[str]) -> s
 
 def selection_method(config: dict[str, Any], pair: str) -> str:
     """How a pair's training data are selected: the pair's own `selection.method`, or the scale's."""
-    scale = preset(config)
+    scale = active_scale(config)
     return scale["corpora"].get(pair, {}).get("selection", {}).get("method", scale["selection"]["method"])
 
 
@@ -191,34 +238,38 @@ def recipe(config: dict[str, Any], name: str, seen: tuple[str, ...] = ()) -> dic
     return deep_merge(recipe(config, base, (*seen, name)), spec) if base else spec
 
 
-def system_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
+def resolve_system(config: dict[str, Any], name: str) -> dict[str, Any]:
     """Everything about one system at the active scale: model, train, decode, heldout, nounk.
 
-    A system with a recipe starts from the recipe (and its overrides for the scale); one without
-    starts from the scale preset's model and train settings. The system's own model/train/decode, then
-    its overrides for the scale, come last. Decoding starts from `evaluation` (GroundHog's beam).
+    Decoding starts from `evaluation` (GroundHog's beam). Then, in order: the system's recipe, the
+    recipe's overrides for the active scale and the scales it inherits (base first; at least one must
+    exist), the scale's own model/train/decode, the system's own settings, its overrides for the scale.
     """
     system, scale = config["systems"][name], config["scale"]
+    chain = scale_chain(config, scale)
     evaluation = config["evaluation"]
-    layers = [{"decode": {"beam": evaluation["beam"], "normalize": evaluation["normalize"]}, "heldout": config["heldout"], "nounk": True}]
-    if "recipe" in system:
-        spec = recipe(config, system["recipe"])
-        layers += [{k: v for k, v in spec.items() if k not in ("overrides", "description")}, spec.get("overrides", {}).get(scale, {})]
-    else:
-        layers.append({"model": preset(config)["model"], "train": preset(config)["train"]})
-    layers += [{k: system[k] for k in ("model", "train", "decode", "heldout", "nounk") if k in system}, system["overrides"].get(scale, {})]
+    spec = recipe(config, system["recipe"])
+    overrides = spec.get("overrides", {})
+    if not any(s in overrides for s in chain):
+        raise UserError(f"config: recipe '{system['recipe']}' (of system '{name}') has no overrides for scale '{scale}'"
+                        f"{' or ' + ', '.join(chain[:-1]) if len(chain) > 1 else ''}; add recipes.{system['recipe']}.overrides.{scale}"
+                        f" ({{}} if the recipe's own settings are meant).")  # fmt: skip
+    stage_keys = ("model", "train", "decode", "heldout", "nounk")
+    layers = [{"decode": {"beam": evaluation["beam"], "normalize": evaluation["normalize"]}, "heldout": config["heldout"], "nounk": True},
+              {k: v for k, v in spec.items() if k in stage_keys}, *(overrides.get(s, {}) for s in chain),
+              {k: v for k, v in active_scale(config).items() if k in stage_keys},
+              {k: system[k] for k in stage_keys if k in system}, *(system["overrides"].get(s, {}) for s in chain)]  # fmt: skip
     resolved: dict[str, Any] = {"model": {}, "train": {}}
     for layer in layers:
         resolved = deep_merge(resolved, layer)
     return resolved
 
 
-def system_config(config: dict[str, Any], name: str) -> dict[str, Any]:
+def training_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
     """The settings of one system at the active scale that training reads (what `rnnmt train` gets)."""
-    resolved = system_settings(config, name)
-    resolved["train"].setdefault("max_len", None)
-    resolved["train"].setdefault("patience", None)
-    resolved["train"].setdefault("sort_k_batches", 20)
+    resolved = resolve_system(config, name)
+    for key in RESOLVED_KEYS:
+        resolved["train"].setdefault(key, TRAIN_DEFAULTS[key])
     decoder = resolved["model"].get("decoder", "gru")
     required = {"model": REQUIRED_MODEL.get(decoder, ()), "train": REQUIRED_TRAIN}
     missing = [f"{part}.{key}" for part, keys in required.items() for key in keys if key not in resolved[part]]
@@ -229,6 +280,21 @@ def system_config(config: dict[str, Any], name: str) -> dict[str, Any]:
     # Only what training reads: a new label, description or beam must not retrain the system.
     return {"name": name, "pair": system_pair(config, name), "seed": config["systems"][name].get("seed", config["seed"]),
             "model": resolved["model"], "train": resolved["train"]}  # fmt: skip
+
+
+def show_system(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """A system at the active scale as the commands use it: training's settings with their defaults, decoding's, held-out sets."""
+    from rnnmt.decode.settings import DecodeSettings
+    from rnnmt.models.build import model_settings
+
+    if name not in config["systems"]:
+        raise UserError(f"config: no system '{name}' (known: {', '.join(config['systems'])}).")
+    training, settings = training_settings(config, name), resolve_system(config, name)
+    decode = DecodeSettings.from_dict(settings["decode"], f"systems.{name}.decode")
+    return {"system": name, "scale": config["scale"], "runs at this scale": name in active_systems(config),
+            "recipe": config["systems"][name]["recipe"], "pair": training["pair"], "seed": training["seed"],
+            "model": model_settings(training["model"]), "train": {**TRAIN_DEFAULTS, **training["train"]},
+            "decode": dataclasses.asdict(decode), "heldout": settings["heldout"], "nounk": settings["nounk"]}  # fmt: skip
 
 
 def check_axelrod(selection: dict[str, Any], pair: str, splits: dict[str, list[str]]) -> None:

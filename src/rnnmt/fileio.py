@@ -160,6 +160,14 @@ def read_json(path: str | os.PathLike) -> Any:
         return json.load(f)
 
 
+def read_json_file(path: str | os.PathLike, what: str) -> Any:
+    """A JSON file a user may point at (`what` it should hold, for the error): a missing or invalid file is one UserError."""
+    try:
+        return read_json(path)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{what} {path} cannot be read as JSON ({exc.__class__.__name__}); expected the file the workflow writes.") from None
+
+
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     """Return the hex SHA-256 of a file's bytes."""
     h = hashlib.sha256()

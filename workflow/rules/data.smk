@@ -2,23 +2,18 @@
 # downloaded, verified, extracted and assembled from the WMT archives otherwise. Then the splits
 # (pool / in-domain / dev / test / pre-selected) of each pair.
 
-if DEMO:
+if PLAN.demo:
 
     rule generate_demo_corpus:
         output:
-            expand(
-                "results/data/raw/en-fr/{corpus}.{lang}",
-                corpus=list(PRESET["data"].get("sizes", {})),
-                lang=["en", "fr"],
-            ),
-            report="results/data/raw/en-fr/report.json",
+            INPUTS.demo_corpus_outputs(),
+            report=paths.raw_report("en-fr"),
         params:
-            sizes=" ".join(f"--size {k}={v}" for k, v in PRESET["data"].get("sizes", {}).items()),
-            seed=PRESET["data"]["seed"],
+            flags=INPUTS.demo_corpus_flags,
         log:
-            "results/logs/generate_demo_corpus.log",
+            paths.log("generate_demo_corpus", "en-fr"),
         shell:
-            "rnnmt demo-corpus --out-dir results/data/raw/en-fr --seed {params.seed} {params.sizes} > {log} 2>&1"
+            "rnnmt demo-corpus {params.flags} > {log} 2>&1"
 
 else:
 
@@ -28,69 +23,69 @@ else:
 
     rule download_archive:
         output:
-            archive="results/data/archives/{file}",
-            record="results/data/archives/{file}.json",
+            archive=paths.archive(),
+            record=paths.archive("{file}.json"),
         params:
-            flags=download_flags,
+            flags=INPUTS.download_flags,
         log:
-            "results/logs/download/{file}.log",
+            paths.log("download", "{file}"),
         benchmark:
-            "results/benchmarks/download/{file}.tsv"
+            paths.benchmark("download", "{file}")
         shell:
             "rnnmt download {params.flags} --output {output.archive} --report {output.record} > {log} 2>&1"
 
     rule extract_member:
         input:
-            lambda w: f"results/data/archives/{rnnmt_sources.file_name(SOURCES, w.archive)}",
+            INPUTS.archive_of,
         output:
             # Only an intermediate copy: the raw corpus below is what later stages read.
-            temp("results/data/extracted/{archive}/{member}"),
+            temp(paths.extracted()),
         wildcard_constraints:
             member=r"[^=]+",
         log:
-            "results/logs/extract/{archive}/{member}.log",
+            paths.log("extract", "{archive}/{member}"),
         benchmark:
-            "results/benchmarks/extract/{archive}/{member}.tsv"
+            paths.benchmark("extract", "{archive}/{member}")
         shell:
             "rnnmt extract --archive {input} --member {wildcards.member}={output} > {log} 2>&1"
 
     rule assemble_raw:
         input:
-            unpack(raw_corpus_inputs),
+            unpack(INPUTS.raw_corpus),
         output:
-            src="results/data/raw/{src}-{tgt}/{corpus}.{src}",
-            tgt="results/data/raw/{src}-{tgt}/{corpus}.{tgt}",
-            report="results/data/raw/{src}-{tgt}/{corpus}.json",
+            src=paths.raw("{src}-{tgt}", "{corpus}", "{src}"),
+            tgt=paths.raw("{src}-{tgt}", "{corpus}", "{tgt}"),
+            report=paths.raw("{src}-{tgt}", "{corpus}", "json"),
         params:
-            flags=raw_corpus_flags,
+            flags=INPUTS.raw_corpus_flags,
         log:
-            "results/logs/assemble_raw/{src}-{tgt}.{corpus}.log",
+            paths.log("assemble_raw", "{src}-{tgt}.{corpus}"),
         benchmark:
-            "results/benchmarks/assemble_raw/{src}-{tgt}.{corpus}.tsv"
+            paths.benchmark("assemble_raw", "{src}-{tgt}.{corpus}")
         shell:
             "rnnmt raw-corpus --name {wildcards.corpus} --src {input.src} --tgt {input.tgt} {params.flags} "
             "--out-src {output.src} --out-tgt {output.tgt} --report {output.report} > {log} 2>&1"
 
     rule corpus_report:
         input:
-            corpus_reports,
+            INPUTS.corpus_reports,
         output:
-            "results/data/raw/{pair}/report.json",
+            paths.raw_report(),
         log:
-            "results/logs/corpus_report/{pair}.log",
+            paths.log("corpus_report", "{pair}"),
         shell:
             "rnnmt corpus-report --pair {wildcards.pair} --input {input} --output {output} > {log} 2>&1"
 
 
 rule assemble_corpus:
     input:
-        unpack(raw_files),
+        unpack(INPUTS.split_files),
     output:
-        src="results/data/corpus/{src}-{tgt}/{split}.{src}",
-        tgt="results/data/corpus/{src}-{tgt}/{split}.{tgt}",
-        report="results/data/corpus/{src}-{tgt}/{split}.json",
+        src=paths.corpus("{src}-{tgt}", "{split}", "{src}"),
+        tgt=paths.corpus("{src}-{tgt}", "{split}", "{tgt}"),
+        report=paths.corpus("{src}-{tgt}", "{split}", "json"),
     log:
-        "results/logs/assemble_corpus/{src}-{tgt}.{split}.log",
+        paths.log("assemble_corpus", "{src}-{tgt}.{split}"),
     shell:
         "rnnmt assemble --src {input.src} --tgt {input.tgt} --out-src {output.src} --out-tgt {output.tgt} "
         "--report {output.report} > {log} 2>&1"

@@ -1,19 +1,19 @@
 # The No-UNK subset (once per pair, so once per table), beam-search translation (one model or an
 # ensemble), UNK replacement with a dictionary learned from the training data (Luong), BLEU. Each runs on a
-# test split: `test` (a pair's first test set) or `test-CORPUS` (another that a table names; common.smk).
+# test split: `test` (a pair's first test set) or `test-CORPUS` (another that a table names).
 
 
 rule nounk_subset:
     input:
-        unpack(nounk_inputs),
+        unpack(INPUTS.nounk_subset),
     output:
-        "results/data/nounk/{src}-{tgt}/{split}.ids",
+        paths.nounk_ids("{src}-{tgt}", "{split}"),
     wildcard_constraints:
-        split=TEST_SPLITS,
+        split=PLAN.test_splits,
     params:
-        bpe=lambda w, input: bpe_flags(input),
+        bpe=INPUTS.bpe_flags,
     log:
-        "results/logs/nounk_subset/{src}-{tgt}.{split}.log",
+        paths.log("nounk_subset", "{src}-{tgt}.{split}"),
     shell:
         "rnnmt nounk-subset --src {input.src} --ref {input.ref} --src-vocab {input.src_vocab} "
         "--tgt-vocab {input.tgt_vocab} {params.bpe} --output {output} > {log} 2>&1"
@@ -21,36 +21,37 @@ rule nounk_subset:
 
 rule translate:
     input:
-        unpack(translate_inputs),
+        unpack(INPUTS.translate),
     output:
-        text="results/translations/{system}/{split}.{subset}.txt",
-        align="results/translations/{system}/{split}.{subset}.align",
+        text=paths.translation(),
+        align=paths.translation(ext="align"),
     wildcard_constraints:
-        split=TEST_SPLITS,
-        subset="all|nounk",
+        split=PLAN.test_splits,
     params:
-        batch=PRESET["evaluation"]["batch_size"],
-        flags=translate_flags,
+        batch=SCALE["evaluation"]["batch_size"],
+        flags=INPUTS.translate_flags,
     threads: 1
+    # Profiles give decoding a GPU as they do training.
+    resources:
+        gpu=0,
     log:
-        "results/logs/translate/{system}.{split}.{subset}.log",
+        paths.log("translate", "{system}.{split}.{subset}"),
     benchmark:
-        "results/benchmarks/translate/{system}.{split}.{subset}.tsv"
+        paths.benchmark("translate", "{system}.{split}.{subset}")
     shell:
-        "rnnmt translate --model {input.models} --input {input.src} --output {output.text} --align-output {output.align} "
-        "--batch-size {params.batch} {params.flags} --threads {threads} > {log} 2>&1"
+        "rnnmt translate --model {input.models} --decode {input.decode} --input {input.src} --output {output.text} "
+        "--align-output {output.align} --batch-size {params.batch} {params.flags} --threads {threads} > {log} 2>&1"
 
 
 rule unk_dictionary:
     input:
-        unpack(lambda w: {"src": f"results/data/selected/{w.pair}/train.{langs(w.pair)[0]}",
-                          "tgt": f"results/data/selected/{w.pair}/train.{langs(w.pair)[1]}", **vocab_files(w.pair)}),  # fmt: skip
+        unpack(INPUTS.unk_dictionary),
     output:
-        "results/data/unkdict/{pair}.tsv",
+        paths.unk_dictionary(),
     log:
-        "results/logs/unk_dictionary/{pair}.log",
+        paths.log("unk_dictionary", "{pair}"),
     benchmark:
-        "results/benchmarks/unk_dictionary/{pair}.tsv"
+        paths.benchmark("unk_dictionary", "{pair}")
     shell:
         "rnnmt unk-dict --src {input.src} --tgt {input.tgt} --src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} "
         "--output {output} > {log} 2>&1"
@@ -58,13 +59,13 @@ rule unk_dictionary:
 
 rule replace_unk:
     input:
-        unpack(replace_unk_inputs),
+        unpack(INPUTS.replace_unk),
     output:
-        "results/translations/{system}/{split}.unk.txt",
+        paths.translation(subset="unk"),
     wildcard_constraints:
-        split=TEST_SPLITS,
+        split=PLAN.test_splits,
     log:
-        "results/logs/replace_unk/{system}.{split}.log",
+        paths.log("replace_unk", "{system}.{split}"),
     shell:
         "rnnmt replace-unk --model {input.model} --hyps {input.hyps} --align {input.align} --src {input.src} "
         "--unk-dict {input.dictionary} --output {output} > {log} 2>&1"
@@ -72,24 +73,13 @@ rule replace_unk:
 
 rule score:
     input:
-        unpack(score_inputs),
+        unpack(INPUTS.score),
     output:
-        "results/scores/{name}.json",
-    wildcard_constraints:
-        # [SPLIT/]SYSTEM[.unk]: no folder for the first test set (score_name_parts).
-        name=r"(({})/)?({})(\.unk)?".format(
-            "|".join(map(re.escape, NAMED_TEST_SPLITS)) or "NONE", "|".join(map(re.escape, SYSTEMS + ENSEMBLES)) or "NONE"
-        ),
+        paths.scores("{score}"),
     params:
-        lang=lambda w: tgt_lang(score_name_parts(w.name)[1]),
-        threshold=config["evaluation"]["long_threshold"],
-        fig=LENGTH_CURVE,
-        groups=config["figures"].get("luong2015_fig6", {}).get("group_size", 200),
-        flags=score_flags,
+        flags=INPUTS.score_flags,
     log:
-        "results/logs/score/{name}.log",
+        paths.log("score", "{score}"),
     shell:
-        "rnnmt score --hyps {input.hyps} {params.flags} "
-        "--refs-tok {input.refs_tok} --refs-raw {input.refs_raw} --src-tok {input.src_tok} --lang {params.lang} "
-        "--window {params.fig[window]} --max-length {params.fig[max_length]} --length-by {params.fig[length_by]} "
-        "--group-size {params.groups} --threshold {params.threshold} --output {output} > {log} 2>&1"
+        "rnnmt score --hyps {input.hyps} --refs-tok {input.refs_tok} --refs-raw {input.refs_raw} --src-tok {input.src_tok} "
+        "{params.flags} --output {output} > {log} 2>&1"

@@ -3,59 +3,58 @@
 
 rule tokenize:
     input:
-        "results/data/corpus/{pair}/{split}.{lang}",
+        paths.corpus(),
     output:
-        "results/data/tok/{pair}/{split}.{lang}",
+        paths.tok(),
     params:
-        flags=tokenizer_flags,
-    threads: 8
+        flags=INPUTS.tokenizer_flags,
+    threads: all_cores
     log:
-        "results/logs/tokenize/{pair}.{split}.{lang}.log",
+        paths.log("tokenize", "{pair}.{split}.{lang}"),
     benchmark:
-        "results/benchmarks/tokenize/{pair}.{split}.{lang}.tsv"
+        paths.benchmark("tokenize", "{pair}.{split}.{lang}")
     shell:
         "rnnmt tokenize --lang {wildcards.lang} --input {input} --output {output} {params.flags} --threads {threads} > {log} 2>&1"
 
 
 rule learn_bpe:
     input:
-        "results/data/selected/{pair}/train.{lang}",
+        paths.selected("{pair}", "train.{lang}"),
     output:
-        "results/data/vocab/{pair}/bpe.{lang}.codes",
+        paths.bpe_codes(),
     params:
-        merges=PRESET["vocab"]["bpe_merges"],
+        merges=SCALE["vocab"]["bpe_merges"],
     log:
-        "results/logs/learn_bpe/{pair}.{lang}.log",
+        paths.log("learn_bpe", "{pair}.{lang}"),
     shell:
         "rnnmt learn-bpe --input {input} --merges {params.merges} --output {output} > {log} 2>&1"
 
 
 rule build_vocab:
     input:
-        text="results/data/selected/{pair}/train.{lang}",
-        codes=lambda w: f"results/data/vocab/{w.pair}/bpe.{w.lang}.codes" if BPE else [],
+        text=paths.selected("{pair}", "train.{lang}"),
+        codes=INPUTS.vocab_codes,
     output:
-        "results/data/vocab/{pair}/vocab.{lang}.json",
+        paths.vocab(),
     params:
-        size=lambda w: PRESET["vocab"]["pair_sizes"].get(w.pair, PRESET["vocab"]["size"]),
-        bpe=lambda w, input: f"--bpe {input.codes}" if BPE else "",
+        flags=INPUTS.vocab_flags,
     log:
-        "results/logs/build_vocab/{pair}.{lang}.log",
+        paths.log("build_vocab", "{pair}.{lang}"),
     shell:
-        "rnnmt vocab --input {input.text} --size {params.size} {params.bpe} --output {output} > {log} 2>&1"
+        "rnnmt vocab --input {input.text} {params.flags} --output {output} > {log} 2>&1"
 
 
 rule binarize:
     input:
-        unpack(binarize_inputs),
+        unpack(INPUTS.binarize),
     output:
-        "results/data/bin/{src}-{tgt}/{part}.pt",
+        paths.binarized("{src}-{tgt}", "{part}"),
     wildcard_constraints:
         part="train|dev|test",
     params:
-        bpe=lambda w, input: bpe_flags(input),
+        bpe=INPUTS.bpe_flags,
     log:
-        "results/logs/binarize/{src}-{tgt}.{part}.log",
+        paths.log("binarize", "{src}-{tgt}.{part}"),
     shell:
         "rnnmt binarize --src {input.src} --tgt {input.tgt} --src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} "
         "{params.bpe} --output {output} > {log} 2>&1"

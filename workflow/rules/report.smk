@@ -1,4 +1,5 @@
 # Tables, figures and provenance (cheap: they run locally), and the alignments behind the alignment figures.
+# What each table, claim and coverage row reads is in its settings file (results/config/, rule settings).
 
 
 localrules:
@@ -15,152 +16,135 @@ localrules:
 
 rule table:
     input:
-        table_inputs,
+        files=REPORTS.table_inputs,
+        spec=paths.settings("tables/{table}"),
     output:
-        csv=report("results/tables/{table}.csv", caption="../report/table.rst", category="1. Tables"),
-        md="results/tables/{table}.md",
-    params:
-        spec=lambda w: table_spec(w.table),
+        csv=report(paths.table(ext="csv"), caption="../report/table.rst", category="1. Tables"),
+        md=paths.table(),
     log:
-        "results/logs/table/{table}.log",
+        paths.log("table", "{table}"),
     shell:
-        "rnnmt table --spec {params.spec:q} --csv {output.csv} --md {output.md} > {log} 2>&1"
+        "rnnmt table --spec {input.spec} --csv {output.csv} --md {output.md} > {log} 2>&1"
 
 
 rule claims:
     input:
-        claims_inputs,
+        files=REPORTS.claims_inputs,
+        spec=paths.settings("claims"),
     output:
-        csv=report("results/tables/claims.csv", caption="../report/claims.rst", category="3. Claims"),
-        md="results/tables/claims.md",
-    params:
-        spec=lambda w: claims_spec(),
+        csv=report(paths.table("claims", "csv"), caption="../report/claims.rst", category="3. Claims"),
+        md=paths.table("claims"),
     log:
-        "results/logs/claims.log",
+        paths.log("report", "claims"),
     shell:
-        "rnnmt claims --spec {params.spec:q} --csv {output.csv} --md {output.md} > {log} 2>&1"
+        "rnnmt claims --spec {input.spec} --csv {output.csv} --md {output.md} > {log} 2>&1"
 
 
 rule coverage:
+    input:
+        spec=paths.settings("coverage"),
     output:
-        csv=report("results/tables/coverage.csv", caption="../report/coverage.rst", category="4. Coverage"),
-        md="results/tables/coverage.md",
-    params:
-        rows=lambda w: coverage_rows(),
+        csv=report(paths.table("coverage", "csv"), caption="../report/coverage.rst", category="4. Coverage"),
+        md=paths.table("coverage"),
     log:
-        "results/logs/coverage.log",
-    run:
-        from rnnmt.evaluate.tables import build_coverage_table, write_table
-
-        write_table(build_coverage_table(params.rows), output.csv, output.md, title="What the papers show and what this run regenerates", banner=None)
-        Path(log[0]).write_text(f"wrote {output.csv}\n")
+        paths.log("report", "coverage"),
+    shell:
+        "rnnmt coverage --spec {input.spec} --csv {output.csv} --md {output.md} > {log} 2>&1"
 
 
 rule figure_length:
     input:
-        lambda w: [f"results/scores/{s}.json" for s in table_systems(config["figures"]["bahdanau2014_fig2"]["table"])],
+        REPORTS.length_curve_inputs,
     output:
-        report("results/figures/bahdanau2014_fig2.png", caption="../report/bahdanau2014_fig2.rst", category="2. Figures"),
+        report(paths.figure("bahdanau2014_fig2"), caption="../report/bahdanau2014_fig2.rst", category="2. Figures"),
     params:
-        curves=lambda w, input: [
-            f"--curve={config['systems'][s]['label']}={f}"
-            for s, f in zip(table_systems(config["figures"]["bahdanau2014_fig2"]["table"]), input)
-        ],
-        banner=[f"--banner={DEMO_BANNER_PLAIN}"] if DEMO else [],
-        xlabel=f"Sentence length ({LENGTH_CURVE['length_by']} tokens, window {LENGTH_CURVE['window']})",
+        flags=REPORTS.length_curve_flags,
     log:
-        "results/logs/figure_length.log",
+        paths.log("report", "figure_length"),
     shell:
-        "rnnmt plot-length {params.curves:q} --title 'BLEU vs sentence length (full test set)' "
-        "--xlabel {params.xlabel:q} {params.banner:q} --output {output} > {log} 2>&1"
+        "rnnmt plot-length {params.flags:q} --title 'BLEU vs sentence length (full test set)' --output {output} > {log} 2>&1"
 
 
 rule alignments:
     input:
-        unpack(alignment_inputs),
+        unpack(INPUTS.alignments),
     output:
-        "results/alignments/{system}.json",
+        paths.alignments(),
     params:
-        fixed=[f"--fixed={s}" for s in PRESET["figures"]["alignment_fixed"]],
-        fig=config["figures"].get("bahdanau2014_fig3", {"random": 3, "min_length": 10, "max_length": 20, "seed": 1}),
-        beam=lambda w: decode_flags(w.system),
+        flags=INPUTS.alignment_flags,
     threads: 1
+    # Profiles give it a GPU as they do translation: it decodes with the system's beam.
+    resources:
+        gpu=0,
     log:
-        "results/logs/alignments/{system}.log",
+        paths.log("alignments", "{system}"),
     benchmark:
-        "results/benchmarks/alignments/{system}.tsv"
+        paths.benchmark("alignments", "{system}")
     shell:
-        "rnnmt align --model {input.model} --test-src {input.src} --nounk-ids {input.ids} {params.fixed:q} "
-        "--random {params.fig[random]} --min-length {params.fig[min_length]} --max-length {params.fig[max_length]} "
-        "--seed {params.fig[seed]} {params.beam} --threads {threads} --output {output} > {log} 2>&1"
+        "rnnmt align --model {input.model} --decode {input.decode} --test-src {input.src} --nounk-ids {input.ids} "
+        "{params.flags} --threads {threads} --output {output} > {log} 2>&1"
 
 
 rule figure_alignments:
     input:
-        lambda w: f"results/alignments/{config['figures']['bahdanau2014_fig3']['system']}.json",
+        REPORTS.heatmap_input,
     output:
-        report("results/figures/bahdanau2014_fig3.png", caption="../report/bahdanau2014_fig3.rst", category="2. Figures"),
+        report(paths.figure("bahdanau2014_fig3"), caption="../report/bahdanau2014_fig3.rst", category="2. Figures"),
     params:
-        title=lambda w: f"Alignments found by {config['systems'][config['figures']['bahdanau2014_fig3']['system']]['label']}",
+        title=REPORTS.heatmap_title,
     log:
-        "results/logs/figure_alignments.log",
+        paths.log("report", "figure_alignments"),
     shell:
         "rnnmt plot-alignments --input {input} --title {params.title:q} --output {output} > {log} 2>&1"
 
 
 rule figure_length_groups:
     input:
-        lambda w: [score_file(s, unk) for s, unk in length_group_rows()],
+        REPORTS.length_group_inputs,
     output:
-        report("results/figures/luong2015_fig6.png", caption="../report/luong2015_fig6.rst", category="2. Figures"),
+        report(paths.figure("luong2015_fig6"), caption="../report/luong2015_fig6.rst", category="2. Figures"),
     params:
-        curves=lambda w, input: [f"--curve={row_label(s, unk)}={f}" for (s, unk), f in zip(length_group_rows(), input)],
-        banner=[f"--banner={DEMO_BANNER_PLAIN}"] if DEMO else [],
-        xlabel=f"Sentence length (longest reference in each group of {config['figures'].get('luong2015_fig6', {}).get('group_size', 200)})",
+        flags=REPORTS.length_group_flags,
     log:
-        "results/logs/figure_length_groups.log",
+        paths.log("report", "figure_length_groups"),
     shell:
-        "rnnmt plot-length --field length_groups {params.curves:q} --title 'BLEU by sentence length (groups sorted by reference length)' "
-        "--xlabel {params.xlabel:q} {params.banner:q} --output {output} > {log} 2>&1"
+        "rnnmt plot-length --field length_groups {params.flags:q} "
+        "--title 'BLEU by sentence length (groups sorted by reference length)' --output {output} > {log} 2>&1"
 
 
 rule figure_learning:
     input:
-        lambda w: [f"results/models/{s}/meta.json" for s in learning_curve_systems()],
+        REPORTS.learning_curve_inputs,
     output:
-        report("results/figures/luong2015_fig5.png", caption="../report/luong2015_fig5.rst", category="2. Figures"),
+        report(paths.figure("luong2015_fig5"), caption="../report/luong2015_fig5.rst", category="2. Figures"),
     params:
-        curves=lambda w, input: [f"--curve={label(s)}={f}" for s, f in zip(learning_curve_systems(), input)],
-        heldout=config["figures"].get("luong2015_fig5", {}).get("heldout", "test"),
-        banner=[f"--banner={DEMO_BANNER_PLAIN}"] if DEMO else [],
+        flags=REPORTS.learning_curve_flags,
     log:
-        "results/logs/figure_learning.log",
+        paths.log("report", "figure_learning"),
     shell:
-        "rnnmt plot-learning {params.curves:q} --heldout {params.heldout} --title 'Learning curves' "
-        "{params.banner:q} --output {output} > {log} 2>&1"
+        "rnnmt plot-learning {params.flags:q} --title 'Learning curves' --output {output} > {log} 2>&1"
 
 
 rule figure_alignments_compared:
     input:
-        lambda w: [f"results/alignments/{s}.json" for s in alignment_systems()],
+        REPORTS.compared_alignment_inputs,
     output:
-        report("results/figures/luong2015_fig7.png", caption="../report/luong2015_fig7.rst", category="2. Figures"),
+        report(paths.figure("luong2015_fig7"), caption="../report/luong2015_fig7.rst", category="2. Figures"),
     params:
-        labels=lambda w: [f"--label={label(s)}" for s in alignment_systems()],
-        panel=config["figures"].get("luong2015_fig7", {}).get("panel", 0),
+        flags=REPORTS.compared_alignment_flags,
     log:
-        "results/logs/figure_alignments_compared.log",
+        paths.log("report", "figure_alignments_compared"),
     shell:
-        "rnnmt plot-alignments --input {input} {params.labels:q} --panel {params.panel} "
+        "rnnmt plot-alignments --input {input} {params.flags:q} "
         "--title 'The same sentence aligned by each attention model' --output {output} > {log} 2>&1"
 
 
 rule provenance:
+    input:
+        config=paths.settings("provenance"),
     output:
-        "results/provenance.json",
-    params:
-        config=json.dumps(config, sort_keys=True),
+        paths.provenance(),
     log:
-        "results/logs/provenance.log",
+        paths.log("report", "provenance"),
     shell:
-        "rnnmt provenance --config {params.config:q} --output {output} > {log} 2>&1"
+        "rnnmt provenance --config {input.config} --output {output} > {log} 2>&1"

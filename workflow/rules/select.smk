@@ -3,32 +3,33 @@
 # closed vocabulary and LMs from the in-domain text, out-of-domain LMs from a seeded pool sample, sharded
 # scoring, then one ranking and cut (data-selection.md §5.4).
 
+
 rule selection_vocab:
     input:
-        "results/data/tok/{pair}/indomain.{lang}",
+        paths.tok("{pair}", "indomain", "{lang}"),
     output:
-        "results/data/selection/{pair}/vocab.{lang}.txt",
+        paths.selection("{pair}", "vocab.{lang}.txt"),
     params:
         min_count=SELECTION["vocab_min_count"],
     log:
-        "results/logs/selection/{pair}.vocab.{lang}.log",
+        paths.log("selection", "{pair}.vocab.{lang}"),
     shell:
         "rnnmt select-vocab --input {input} --min-count {params.min_count} --output {output} > {log} 2>&1"
 
 
 rule selection_sample:
     input:
-        src="results/data/tok/{src}-{tgt}/pool.{src}",
-        tgt="results/data/tok/{src}-{tgt}/pool.{tgt}",
-        indomain="results/data/tok/{src}-{tgt}/indomain.{tgt}",
+        src=paths.tok("{src}-{tgt}", "pool", "{src}"),
+        tgt=paths.tok("{src}-{tgt}", "pool", "{tgt}"),
+        indomain=paths.tok("{src}-{tgt}", "indomain", "{tgt}"),
     output:
-        src="results/data/selection/{src}-{tgt}/ood.{src}",
-        tgt="results/data/selection/{src}-{tgt}/ood.{tgt}",
-        report="results/data/selection/{src}-{tgt}/ood.json",
+        src=paths.selection("{src}-{tgt}", "ood.{src}"),
+        tgt=paths.selection("{src}-{tgt}", "ood.{tgt}"),
+        report=paths.selection("{src}-{tgt}", "ood.json"),
     params:
         seed=SELECTION["seed"],
     log:
-        "results/logs/selection/{src}-{tgt}.sample.log",
+        paths.log("selection", "{src}-{tgt}.sample"),
     shell:
         "rnnmt select-sample --src {input.src} --tgt {input.tgt} --indomain-tgt {input.indomain} --seed {params.seed} "
         "--out-src {output.src} --out-tgt {output.tgt} --report {output.report} > {log} 2>&1"
@@ -36,48 +37,48 @@ rule selection_sample:
 
 rule selection_lm:
     input:
-        text=lambda w: f"results/data/tok/{w.pair}/indomain.{w.lang}" if w.domain == "in" else f"results/data/selection/{w.pair}/ood.{w.lang}",
-        vocab="results/data/selection/{pair}/vocab.{lang}.txt",
+        text=INPUTS.selection_lm_text,
+        vocab=paths.selection("{pair}", "vocab.{lang}.txt"),
     output:
-        "results/data/selection/{pair}/lm.{domain}.{lang}.npz",
+        paths.selection("{pair}", "lm.{domain}.{lang}.npz"),
     wildcard_constraints:
         domain="in|out",
     params:
         order=SELECTION["order"],
     log:
-        "results/logs/selection/{pair}.lm.{domain}.{lang}.log",
+        paths.log("selection", "{pair}.lm.{domain}.{lang}"),
     shell:
         "rnnmt select-lm --input {input.text} --vocab {input.vocab} --order {params.order} --output {output} > {log} 2>&1"
 
 
 rule selection_index:
     input:
-        src="results/data/tok/{src}-{tgt}/pool.{src}",
-        tgt="results/data/tok/{src}-{tgt}/pool.{tgt}",
+        src=paths.tok("{src}-{tgt}", "pool", "{src}"),
+        tgt=paths.tok("{src}-{tgt}", "pool", "{tgt}"),
     output:
-        "results/data/selection/{src}-{tgt}/index.json",
+        paths.selection("{src}-{tgt}", "index.json"),
     params:
         shards=SELECTION["shards"],
     log:
-        "results/logs/selection/{src}-{tgt}.index.log",
+        paths.log("selection", "{src}-{tgt}.index"),
     shell:
         "rnnmt select-index --src {input.src} --tgt {input.tgt} --shards {params.shards} --output {output} > {log} 2>&1"
 
 
 rule selection_score:
     input:
-        unpack(selection_score_inputs),
+        unpack(INPUTS.selection_score),
     output:
-        "results/data/selection/{src}-{tgt}/scores/{shard}.npz",
+        paths.selection("{src}-{tgt}", "scores/{shard}.npz"),
     wildcard_constraints:
         shard=r"\d+",
     params:
         chunk=SELECTION["chunk_lines"],
     threads: 1
     log:
-        "results/logs/selection/{src}-{tgt}.score.{shard}.log",
+        paths.log("selection", "{src}-{tgt}.score.{shard}"),
     benchmark:
-        "results/benchmarks/selection/{src}-{tgt}.score.{shard}.tsv"
+        paths.benchmark("selection", "{src}-{tgt}.score.{shard}")
     shell:
         "rnnmt select-score --src {input.src} --tgt {input.tgt} --index {input.index} --shard {wildcards.shard} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} --lm-in-src {input.lm_in_src} "
@@ -87,15 +88,15 @@ rule selection_score:
 
 rule selection_rank:
     input:
-        scores=expand("results/data/selection/{{src}}-{{tgt}}/scores/{shard}.npz", shard=range(SELECTION["shards"])),
-        pool="results/data/corpus/{src}-{tgt}/pool.json",
+        scores=INPUTS.selection_shards,
+        pool=paths.corpus("{src}-{tgt}", "pool", "json"),
     output:
-        ids="results/data/selection/{src}-{tgt}/selected.npy",
-        report="results/data/selection/{src}-{tgt}/rank.json",
+        ids=paths.selection("{src}-{tgt}", "selected.npy"),
+        report=paths.selection("{src}-{tgt}", "rank.json"),
     params:
-        flags=selection_cut_flags,
+        flags=INPUTS.selection_cut_flags,
     log:
-        "results/logs/selection/{src}-{tgt}.rank.log",
+        paths.log("selection", "{src}-{tgt}.rank"),
     shell:
         "rnnmt select-rank --scores {input.scores} --pool-report {input.pool} {params.flags} "
         "--output {output.ids} --report {output.report} > {log} 2>&1"
@@ -103,17 +104,16 @@ rule selection_rank:
 
 rule select_data:
     input:
-        unpack(select_inputs),
+        unpack(INPUTS.select),
     output:
-        src="results/data/selected/{src}-{tgt}/train.{src}",
-        tgt="results/data/selected/{src}-{tgt}/train.{tgt}",
-        report="results/data/selected/{src}-{tgt}/report.json",
+        src=paths.selected("{src}-{tgt}", "train.{src}"),
+        tgt=paths.selected("{src}-{tgt}", "train.{tgt}"),
+        report=paths.selected("{src}-{tgt}", "report.json"),
     params:
-        method=lambda w: rnnmt_config.selection_method(config, f"{w.src}-{w.tgt}"),
-        ranking=lambda w, input: f"--ids {input.ids} --rank-report {input.rank}" if "ids" in input.keys() else "",
+        flags=INPUTS.select_flags,
     log:
-        "results/logs/select_data/{src}-{tgt}.log",
+        paths.log("select_data", "{src}-{tgt}"),
     shell:
-        "rnnmt select --method {params.method} --src {input.src} --tgt {input.tgt} {params.ranking} "
+        "rnnmt select {params.flags} --src {input.src} --tgt {input.tgt} "
         "--test-src {input.test_src} --test-tgt {input.test_tgt} --out-src {output.src} --out-tgt {output.tgt} "
         "--report {output.report} > {log} 2>&1"

@@ -1,32 +1,36 @@
-# One training job per system. Checkpoints live in results/models/{system}/ckpt/, deliberately not
-# declared as outputs, so that a failed or pre-empted job keeps them and resumes when run again.
+# Settings files, then one training job per system. Checkpoints live in results/models/{system}/ckpt/,
+# deliberately not declared as outputs, so that a failed or pre-empted job keeps them and resumes when run again.
 
 
 localrules:
-    system_config,
+    settings,
 
 
-rule system_config:
+# What a command reads, resolved from config.yaml: SYSTEM (training), decode/SYSTEM, tables/TABLE, claims,
+# coverage, provenance. Each file holds only what its reader uses, so a new label does not retrain a model.
+rule settings:
     output:
-        "results/config/{system}.json",
+        paths.settings(),
+    wildcard_constraints:
+        name=one_of(REPORTS.settings_names()),
     params:
-        system=lambda w: json.dumps(rnnmt_config.system_config(config, w.system), sort_keys=True),
+        content=REPORTS.settings,
     log:
-        "results/logs/system_config/{system}.log",
+        paths.log("settings", "{name}"),
     run:
-        write_json(output[0], json.loads(params.system))
+        write_json(output[0], params.content)
         Path(log[0]).write_text(f"wrote {output[0]}\n")
 
 
 rule train:
     input:
-        unpack(train_inputs),
+        unpack(INPUTS.train),
     output:
-        model="results/models/{system}/model.pt",
-        meta="results/models/{system}/meta.json",
+        model=paths.model(),
+        meta=paths.model(name="meta.json"),
     params:
-        bpe=lambda w, input: bpe_flags(input),
-        heldout=heldout_flags,
+        flags=INPUTS.train_flags,
+        out_dir=paths.model(name=""),
     # Start every training before any translation, so that no core idles at the end of the run.
     priority: 10
     threads: 1
@@ -34,10 +38,10 @@ rule train:
     resources:
         gpu=0,
     log:
-        "results/logs/train/{system}.log",
+        paths.log("train", "{system}"),
     benchmark:
-        "results/benchmarks/train/{system}.tsv"
+        paths.benchmark("train", "{system}")
     shell:
-        "rnnmt train --system {input.system} --train {input.train} {params.heldout} "
-        "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} {params.bpe} "
-        "--out-dir results/models/{wildcards.system} --processes {resources.gpu} --threads {threads} > {log} 2>&1"
+        "rnnmt train --system {input.system} --train {input.train} {params.flags} "
+        "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} "
+        "--out-dir {params.out_dir} --processes {resources.gpu} --threads {threads} > {log} 2>&1"

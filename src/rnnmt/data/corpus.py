@@ -284,3 +284,17 @@ def merge_reports(reports: list[dict], pair: str) -> dict:
         "repaired_utf8": sum(r["repaired_utf8"]["src"] + r["repaired_utf8"]["tgt"] for r in reports),
         "dropped_empty": sum(r["dropped_empty"] for r in reports),
     }
+
+
+def merge_report_files(paths: Sequence[Path], pair: str) -> dict:
+    """`rnnmt corpus-report`: the summary of one language pair from the reports `rnnmt raw-corpus` wrote."""
+    return merge_reports([read_raw_report(path) for path in paths], pair)
+
+
+def mismatch_warnings(summary: dict) -> list[str]:
+    """One warning per corpus whose line count is not the published one."""
+    pair, corpora = summary["pair"], summary["corpora"]
+    return [
+        f"warning: {pair}: {name} has {corpora[name]['lines']} lines, expected {corpora[name]['expected_lines']} (wmt14-sources.md §2)."
+        for name in summary["mismatches"]
+    ]

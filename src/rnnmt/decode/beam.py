@@ -2,8 +2,8 @@
 
 GroundHog (`shrink=True`): each finished hypothesis (one that emits EOS) takes one slot out of its
 sentence's beam, and the search for a sentence ends when its beam is empty. Luong (`shrink=False`): the
-beam keeps `width` unfinished hypotheses at every step; a hypothesis ending in EOS that ranks above the
-last of them is collected, and a sentence ends after `stack` collected hypotheses (100 in his code).
+beam keeps `beam` (its width) unfinished hypotheses at every step; a hypothesis ending in EOS that ranks
+above the last of them is collected, and a sentence ends after `stack` collected hypotheses (100 in his code).
 
 Both: EOS is forbidden until ⌊min_ratio·|x|⌋ words have been produced and a search stops after
 ⌊max_ratio·|x|⌋ steps, with |x| = n + 1 for a source of n words: GroundHog reads the words and EOS (ratios
@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
+from rnnmt.decode.settings import DecodeSettings
 from rnnmt.text.vocab import Vocab
 
 NEG_INF = float("-inf")
@@ -45,22 +46,6 @@ class StepModel(Protocol):
     def begin(self, src: Tensor, src_mask: Tensor) -> tuple[Any, Any]: ...
     def predict(self, ctx: Any, state: Any, step: int) -> tuple[Tensor, Tensor, Any]: ...
     def advance(self, ctx: Any, state: Any, words: Tensor) -> Any: ...
-
-
-@dataclass(frozen=True)
-class BeamSettings:
-    width: int
-    shrink: bool = True
-    min_ratio: float = 0.5
-    max_ratio: float = 3.0
-    stack: int | None = None  # constant-width beam: stop after this many finished hypotheses (None: width)
-    normalize: bool = False
-
-    @classmethod
-    def from_config(cls, cfg: dict[str, Any], **overrides: Any) -> BeamSettings:
-        """From a system's `decode` settings (keys as the fields); `overrides` win."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{**{k: v for k, v in cfg.items() if k in known}, **overrides})
 
 
 @dataclass
@@ -94,7 +79,7 @@ def take(tree: Any, rows: Tensor) -> Any:
 
 @torch.no_grad()
 def beam_search(
-    model: StepModel, src: Tensor, src_mask: Tensor, settings: BeamSettings, *, src_words: Tensor, forbid_unk: bool = False
+    model: StepModel, src: Tensor, src_mask: Tensor, settings: DecodeSettings, *, src_words: Tensor, forbid_unk: bool = False
 ) -> list[Hypothesis]:
     """Translate a batch of sources [B, S] (in the model's layout) of `src_words` [B] words each (EOS not
     counted); returns the best hypothesis per sentence."""
@@ -109,14 +94,14 @@ def beam_search(
 
 
 def _search(
-    model: StepModel, src: Tensor, src_mask: Tensor, src_words: Tensor, settings: BeamSettings, forbid_unk: bool
+    model: StepModel, src: Tensor, src_mask: Tensor, src_words: Tensor, settings: DecodeSettings, forbid_unk: bool
 ) -> tuple[list[list[Hypothesis]], list[list[Hypothesis]]]:
     """The beam loop; returns the finished hypotheses and those alive at the length limit, per sentence.
 
     Sentences whose search is over leave the computation (their rows are dropped), so a batch costs what
     its unfinished sentences cost.
     """
-    k = settings.width
+    k = settings.beam
     batch, device = src.shape[0], src.device
     ctx, state = model.begin(src, src_mask)
     # The context stays one row per sentence; the state has a row per hypothesis, k per sentence in a row.

@@ -3,17 +3,18 @@ search, decode, and optionally replace each UNK by a dictionary translation of i
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 
-from rnnmt.decode.beam import BeamSettings, Hypothesis, beam_search
+from rnnmt.decode.beam import Hypothesis, beam_search
 from rnnmt.decode.ensemble import load_ensemble
-from rnnmt.decode.unk import UnkReplacer, load_dictionary
+from rnnmt.decode.settings import DecodeSettings
+from rnnmt.decode.unk import UnkReplacer, load_dictionary, replace_unknowns
 from rnnmt.fileio import read_ids, read_lines, stdin_lines, write_lines, write_stdout_lines
-from rnnmt.models.artifact import TrainedModel
+from rnnmt.models.artifact import TrainedModel, load_model
 from rnnmt.runtime import log, pick_device
 from rnnmt.text.bpe import BpeSegmenter, units
 from rnnmt.text.tokenize import detokenize_lines, tokenize_lines
@@ -35,7 +36,7 @@ def target_text(tm: TrainedModel, hyp: Hypothesis, source: str, unk: UnkReplacer
 def translate_lines(
     tm: TrainedModel,
     lines: Sequence[str],
-    settings: BeamSettings,
+    settings: DecodeSettings,
     *,
     batch_size: int,
     forbid_unk: bool = False,
@@ -69,36 +70,50 @@ def translate_lines(
     return out
 
 
-def settings_from_args(a: argparse.Namespace) -> BeamSettings:
-    """Beam settings from `rnnmt translate` options (GroundHog's by default)."""
-    return BeamSettings(
-        width=a.beam,
-        shrink=not a.constant_beam,
-        min_ratio=a.min_ratio,
-        max_ratio=a.max_ratio,
-        stack=a.stack,
-        normalize=a.normalize,
-    )
-
-
-def translate_command(a: argparse.Namespace) -> None:
-    """`rnnmt translate`: one model or an ensemble, files or stdin/stdout, optional line subset, raw-text mode."""
-    device = pick_device(a.device, a.gpu_lock_dir)
-    tm = load_ensemble(a.model, device, a.ensemble_average)
-    lines = read_lines(a.input) if a.input else stdin_lines()
-    if a.lines:
-        lines = [lines[i] for i in read_ids(a.lines, len(lines))]
-    pair = tm.system["pair"].split("-")
-    if a.raw:
-        lines = tokenize_lines(lines, pair[0])
-    unk = UnkReplacer.for_model(tm, load_dictionary(a.unk_dict)) if a.unk_replace else None
+def translate_file(
+    models: Sequence[Path],
+    settings: DecodeSettings,
+    *,
+    source: Path | None,
+    output: Path | None,
+    lines: Path | None,
+    raw: bool,
+    forbid_unk: bool,
+    unk_replace: bool,
+    unk_dict: Path | None,
+    align_output: Path | None,
+    batch_size: int,
+    device: str,
+    gpu_lock_dir: Path | None,
+) -> None:
+    """`rnnmt translate`: one model or an ensemble, a file or stdin to a file or stdout, optionally only
+    some `lines`; `raw` text is tokenized first and detokenized after."""
+    run_on = pick_device(device, gpu_lock_dir)
+    tm = load_ensemble(models, run_on, settings.ensemble)
+    text = read_lines(source) if source else stdin_lines()
+    if lines:
+        text = [text[i] for i in read_ids(lines, len(text))]
+    src_lang, tgt_lang = tm.system["pair"].split("-")
+    if raw:
+        text = tokenize_lines(text, src_lang)
+    unk = UnkReplacer.for_model(tm, load_dictionary(unk_dict)) if unk_replace else None
     aligns: list[str] = []
-    out = translate_lines(tm, lines, settings_from_args(a), batch_size=a.batch_size, forbid_unk=a.no_unk, unk=unk, device=device, aligns=aligns)
-    if a.align_output:
-        write_lines(a.align_output, aligns)
-    if a.raw:
-        out = detokenize_lines(out, pair[1])
-    if a.output:
-        write_lines(a.output, out)
+    out = translate_lines(tm, text, settings, batch_size=batch_size, forbid_unk=forbid_unk, unk=unk, device=run_on, aligns=aligns)
+    if align_output:
+        write_lines(align_output, aligns)
+    if raw:
+        out = detokenize_lines(out, tgt_lang)
+    if output:
+        write_lines(output, out)
     else:
         write_stdout_lines(out)
+
+
+def replace_unk_file(model: Path, hyps: Path, align: Path, source: Path, unk_dict: Path | None, output: Path) -> tuple[int, int]:
+    """`rnnmt replace-unk`: write the translations `hyps` with each UNK replaced by way of its alignment;
+    returns (UNK replaced, lines)."""
+    tm = load_model(model, torch.device("cpu"))
+    hyp_lines = read_lines(hyps)
+    out = replace_unknowns(tm, hyp_lines, read_lines(align), read_lines(source), load_dictionary(unk_dict))
+    write_lines(output, out)
+    return sum(line.split().count("<unk>") for line in hyp_lines), len(out)

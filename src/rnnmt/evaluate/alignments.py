@@ -3,12 +3,13 @@ attention weights of the chosen translation, columns in the source's own word or
 
 from __future__ import annotations
 
-import argparse
 import random
+from pathlib import Path
 
 import torch
 
-from rnnmt.decode.translate import settings_from_args, translate_lines
+from rnnmt.decode.settings import DecodeSettings
+from rnnmt.decode.translate import translate_lines
 from rnnmt.errors import UserError
 from rnnmt.fileio import read_ids, read_lines, write_json
 from rnnmt.models.artifact import TrainedModel, load_model
@@ -50,16 +51,31 @@ def panel(tm: TrainedModel, source: str, translation: str, device: torch.device)
     }
 
 
-def align_command(a: argparse.Namespace) -> None:
-    """`rnnmt align`: fixed sentences first, then random No-UNK test sentences of the given length."""
-    device = pick_device(a.device, a.gpu_lock_dir)
-    tm = load_model(a.model, device)
+def align_samples(
+    model: Path,
+    test_src: Path,
+    nounk_ids: Path,
+    output: Path,
+    *,
+    fixed: list[str],
+    samples: int,
+    min_length: int,
+    max_length: int,
+    seed: int,
+    settings: DecodeSettings,
+    device: str,
+    gpu_lock_dir: Path | None,
+) -> None:
+    """`rnnmt align`: the `fixed` raw sentences first, then `samples` random No-UNK test sentences of the
+    given length; writes one panel per sentence."""
+    run_on = pick_device(device, gpu_lock_dir)
+    tm = load_model(model, run_on)
     if tm.system["model"]["attention"] == "none":
-        raise UserError(f"{a.model} is an encoder-decoder without attention; an alignment figure needs an attention model.")
-    lines = read_lines(a.test_src)
-    chosen = pick_samples(lines, read_ids(a.nounk_ids, len(lines)), a.random, a.min_length, a.max_length, a.seed)
-    sources = tokenize_lines(a.fixed, tm.system["pair"].split("-")[0]) + [lines[i] for i in chosen]
+        raise UserError(f"{model} is an encoder-decoder without attention; an alignment figure needs an attention model.")
+    lines = read_lines(test_src)
+    chosen = pick_samples(lines, read_ids(nounk_ids, len(lines)), samples, min_length, max_length, seed)
+    sources = tokenize_lines(fixed, tm.system["pair"].split("-")[0]) + [lines[i] for i in chosen]
     if not sources:
         raise UserError("no sentence to align: no --fixed sentence and no test sentence without UNK in the length range; give --fixed sentences or widen --min-length/--max-length.")
-    translations = translate_lines(tm, sources, settings_from_args(a), batch_size=len(sources), device=device)
-    write_json(a.output, [panel(tm, s, t, device) for s, t in zip(sources, translations)])
+    translations = translate_lines(tm, sources, settings, batch_size=len(sources), device=run_on)
+    write_json(output, [panel(tm, s, t, run_on) for s, t in zip(sources, translations)])

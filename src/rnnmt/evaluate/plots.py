@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 import os
 import string
+from pathlib import Path
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from rnnmt.errors import UserError
-from rnnmt.fileio import atomic_path
+from rnnmt.fileio import atomic_path, read_json
 
 MAX_PANELS = 4
 # Distinct line styles and markers keep the curves apart in grayscale print, like the paper's figure.
@@ -129,3 +130,41 @@ def plot_alignments(panels: list[dict], out_png: str | os.PathLike, *, title: st
         ax.set_axis_off()
     fig.suptitle(_literal(title))
     _save_png(fig, out_png)
+
+
+# --- from the files the workflow writes -----------------------------------------------------------
+
+
+def plot_length_files(scores: dict[str, Path], out_png: str | os.PathLike, *, field: str, title: str, xlabel: str, banner: str | None) -> None:
+    """`rnnmt plot-length`: the `field` curve (length_curve or length_groups) of each label's scores JSON."""
+    curves = {label: read_json(path)[field] for label, path in scores.items()}
+    # The sliding window has a point per length: a marker on each would hide the line.
+    plot_length_curves(curves, out_png, title=title, xlabel=xlabel, banner=banner, markevery=10 if field == "length_curve" else 1)
+
+
+def plot_learning_files(metas: dict[str, Path], out_png: str | os.PathLike, *, heldout: str, title: str, banner: str | None) -> None:
+    """`rnnmt plot-learning`: the `heldout` cost (nats per word) of each label's meta.json history."""
+    curves = {}
+    for label, path in metas.items():
+        history = read_json(path)["history"]
+        if history and f"{heldout}_ppl" not in history[0]:
+            raise UserError(f"{path} has no '{heldout}' cost in its history; train with heldout: [..., {heldout}].")
+        curves[label] = [(h["update"], math.log(h[f"{heldout}_ppl"])) for h in history]
+    plot_learning_curves(curves, out_png, title=title, ylabel=f"{heldout} cost (nats per word)", banner=banner)
+
+
+def plot_alignment_files(inputs: list[Path], out_png: str | os.PathLike, *, labels: list[str], panel: int, title: str) -> None:
+    """`rnnmt plot-alignments`: one `rnnmt align` output's panels, or sentence `panel` of each of several
+    outputs, labelled."""
+    if len(inputs) == 1:
+        plot_alignments(read_json(inputs[0]), out_png, title=title)
+        return
+    if len(labels) != len(inputs):
+        raise UserError(f"plot-alignments got {len(inputs)} inputs and {len(labels)} labels; give one --label per input.")
+    panels = []
+    for path, label in zip(inputs, labels):
+        samples = read_json(path)
+        if not 0 <= panel < len(samples):
+            raise UserError(f"{path} has {len(samples)} sentences; --panel {panel} is not one of them.")
+        panels.append({**samples[panel], "label": label})
+    plot_alignments(panels, out_png, title=title)

@@ -17,7 +17,7 @@ import numpy as np
 
 from rnnmt.data.corpus import mismatch_error
 from rnnmt.errors import UserError
-from rnnmt.fileio import atomic_path, iter_lines, read_lines, write_lines
+from rnnmt.fileio import atomic_path, iter_lines, read_json, read_lines, write_lines
 from rnnmt.select.ngram import Encoder, NgramLM, build_vocab
 
 COMPONENTS = ("h_in_src", "h_out_src", "h_in_tgt", "h_out_tgt")
@@ -258,6 +258,28 @@ def save_scores(parts: dict[str, np.ndarray], output: Path) -> None:
         np.savez(f, **parts)
 
 
+def score_shard_file(
+    src: Path,
+    tgt: Path,
+    index: Path,
+    shard: int,
+    vocabs: dict[str, Path],
+    lms: dict[str, Path],
+    output: Path,
+    *,
+    chunk_lines: int,
+) -> dict[str, np.ndarray]:
+    """Score shard `shard` of the pool (`index`: select-index's output) with the four LMs and save the
+    components to `output`; returns them."""
+    models, encoders = load_models(vocabs, lms)
+    shards = read_json(index)
+    if not 0 <= shard < shards["shards"]:
+        raise UserError(f"--shard {shard} is outside the {shards['shards']} shards of {index}.")
+    parts = score_shard(src, tgt, shards, shard, models, encoders, chunk_lines)
+    save_scores(parts, output)
+    return parts
+
+
 def load_scores(paths: Sequence[Path]) -> dict[str, np.ndarray]:
     """The components of all shards, concatenated in shard order."""
     shards = [dict(np.load(path)) for path in paths]
@@ -312,3 +334,29 @@ def rank_report(
 
 def _mean(values: np.ndarray) -> float | None:
     return float(values.mean()) if len(values) else None
+
+
+def rank_and_cut(
+    scores: Sequence[Path],
+    pool_report: Path,
+    corpora: Sequence[str],
+    output: Path,
+    *,
+    cut: str,
+    target_words: int | None,
+    fraction: float | None,
+    fractions: dict[str, float],
+    normalise: str,
+) -> dict:
+    """Rank the pool by its shards' `scores`, cut (select_ids), save the kept ids to `output` (.npy);
+    returns the rank report. `pool_report` (the assembly report) and `corpora` place each line in its corpus."""
+    parts = load_scores(scores)
+    corpus_of_line = corpus_ranges(read_json(pool_report), corpora)
+    if len(corpus_of_line) != len(parts["n_src"]):
+        raise UserError(f"{pool_report} counts {len(corpus_of_line)} pool pairs but the scores cover {len(parts['n_src'])}; rerun the scoring.")
+    settings = {"cut": cut, "target_words": target_words, "fraction": fraction, "fractions": fractions or None, "normalise": normalise}
+    ids = select_ids(combined(parts, normalise), parts["n_tgt"], corpus_of_line, corpora, cut=cut, target_words=target_words,
+                     fraction=fraction, fractions=fractions)  # fmt: skip
+    with atomic_path(output) as tmp, open(tmp, "wb") as f:
+        np.save(f, ids)
+    return rank_report(parts, corpus_of_line, corpora, ids, settings)

@@ -13,7 +13,7 @@ import numpy as np
 
 from rnnmt.data.corpus import check_parallel
 from rnnmt.errors import UserError
-from rnnmt.fileio import iter_lines
+from rnnmt.fileio import iter_lines, read_json
 from rnnmt.select.axelrod import extract_lines
 
 METHODS = ("none", "lium", "axelrod")
@@ -28,8 +28,10 @@ def select(
     *,
     ids: Path | None = None,
     test: tuple[Path, Path] | None = None,
+    ranking: Path | None = None,
 ) -> dict:
-    """Write the selected training pairs; returns {"method", "pairs_in", "pairs_out", "identical_to_test"}."""
+    """Write the selected training pairs; returns {"method", "pairs_in", "pairs_out", "identical_to_test"},
+    and "ranking": the select-rank report read from `ranking`, if given."""
     if method not in METHODS:
         raise UserError(f"selection method {method!r} is not available; expected one of {', '.join(METHODS)}.")
     if (method == "axelrod") != (ids is not None):
@@ -38,7 +40,10 @@ def select(
     kept_ids = _read_ids(ids, pairs) if ids is not None else None
     test_pairs = frozenset(zip(iter_lines(test[0]), iter_lines(test[1]), strict=True)) if test else frozenset()
     written, leaked = extract_lines(src, tgt, kept_ids, out_src, out_tgt, test_pairs)
-    return {"method": method, "pairs_in": pairs, "pairs_out": written, "identical_to_test": leaked if test else None}
+    result = {"method": method, "pairs_in": pairs, "pairs_out": written, "identical_to_test": leaked if test else None}
+    if ranking:
+        result["ranking"] = read_json(ranking)
+    return result
 
 
 def _read_ids(path: Path, pairs: int) -> np.ndarray:

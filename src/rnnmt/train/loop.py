@@ -20,25 +20,11 @@ from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train import checkpoint, distributed
 from rnnmt.train.batching import Batch, BatchStream, SourceFormat, eval_batches
+from rnnmt.train.defaults import TRAIN_DEFAULTS
 from rnnmt.train.distributed import World
 from rnnmt.train.nll import SentenceNLL
 from rnnmt.train.optim import build_optimizer, clip_gradients, learning_rate
 
-
-# Settings GroundHog systems leave out (their configs predate them); a given value wins.
-TRAIN_DEFAULTS = {
-    "sort_by": "max",
-    "shuffle_batches": False,
-    "clip_embeddings": True,
-    "epochs": None,
-    "lr_decay": None,
-    "max_len": None,
-    "patience": None,
-    "sort_k_batches": 20,
-    "recurrence": "fused",
-    "precision": "float32",
-    "sync": "auto",
-}
 
 # train.precision: the dtype matrix products run in during training (autocast); weights, optimiser state,
 # softmax, loss and gradient clipping stay float32 either way.

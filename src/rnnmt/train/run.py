@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -60,32 +59,48 @@ def job_deadline(margin_s: float) -> float | None:
     return float(end) - margin_s if end.isdigit() else None
 
 
-def train_system(a: argparse.Namespace) -> None:
-    """Train from CLI arguments and write model.pt and meta.json; a stop signal or the job's time limit leaves a checkpoint, exit 143."""
-    system = read_system(a.system)
-    if a.processes > 1 and not distributed.launched():
-        log(f"starting {a.processes} training processes with torchrun")
-        distributed.relaunch(a.processes, a.argv)
+def train_system(
+    system_path: Path,
+    train: Path,
+    *,
+    valid: dict[str, Path],
+    src_vocab: Path,
+    tgt_vocab: Path,
+    src_bpe: Path | None,
+    tgt_bpe: Path | None,
+    out_dir: Path,
+    device: str,
+    gpu_lock_dir: Path | None,
+    processes: int,
+    stop_before_limit: float,
+    argv: list[str],
+) -> None:
+    """Train one system and write model.pt and meta.json; a stop signal or the job's time limit leaves a
+    checkpoint, exit 143. With `processes` > 1 this process starts `rnnmt <argv>` again under torchrun."""
+    system = read_system(system_path)
+    if processes > 1 and not distributed.launched():
+        log(f"starting {processes} training processes with torchrun")
+        distributed.relaunch(processes, argv)
     world = distributed.from_environment()
-    device = pick_device(a.device, a.gpu_lock_dir)
-    codes = {"src": read_codes(a.src_bpe), "tgt": read_codes(a.tgt_bpe)}
-    src_vocab, tgt_vocab = Vocab.load(a.src_vocab), Vocab.load(a.tgt_vocab)
+    run_on = pick_device(device, gpu_lock_dir)
+    codes = {"src": read_codes(src_bpe), "tgt": read_codes(tgt_bpe)}
+    source_vocab, target_vocab = Vocab.load(src_vocab), Vocab.load(tgt_vocab)
     # Held-out sets only report progress, so they stay out of the checkpoint fingerprint.
-    data_sha = {name: sha256_file(path) for name, path in (("train", a.train), ("src_vocab", a.src_vocab), ("tgt_vocab", a.tgt_vocab))}
+    data_sha = {name: sha256_file(path) for name, path in (("train", train), ("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab))}
     trainer = Trainer(
         system,
-        load_data(a.train, src_vocab, tgt_vocab),
-        {name: load_data(Path(path), src_vocab, tgt_vocab) for name, path in a.valid} if world.main else {},
-        src_vocab,
-        tgt_vocab,
-        a.out_dir,
-        device,
+        load_data(train, source_vocab, target_vocab),
+        {name: load_data(path, source_vocab, target_vocab) for name, path in valid.items()} if world.main else {},
+        source_vocab,
+        target_vocab,
+        out_dir,
+        run_on,
         data_sha,
         world,
     )
-    trainer.stop.deadline = job_deadline(a.stop_before_limit)
+    trainer.stop.deadline = job_deadline(stop_before_limit)
     if trainer.stop.deadline is not None:
-        trainer.log(f"Slurm job ends at {os.environ['SLURM_JOB_END_TIME']}: will checkpoint and stop {a.stop_before_limit:.0f} s before")
+        trainer.log(f"Slurm job ends at {os.environ['SLURM_JOB_END_TIME']}: will checkpoint and stop {stop_before_limit:.0f} s before")
     try:
         meta = trainer.run()
     except TrainingInterrupted as exc:
@@ -94,6 +109,6 @@ def train_system(a: argparse.Namespace) -> None:
         sys.exit(143)
     distributed.stop(world)
     if world.main:
-        save_model(a.out_dir / "model.pt", trainer.model, system, src_vocab, tgt_vocab, codes)
-        write_json(a.out_dir / "meta.json", meta)
-        log(f"wrote {a.out_dir / 'model.pt'} after {meta['updates']} updates; dev NLL/sent {meta['dev_nll']}")
+        save_model(out_dir / "model.pt", trainer.model, system, source_vocab, target_vocab, codes)
+        write_json(out_dir / "meta.json", meta)
+        log(f"wrote {out_dir / 'model.pt'} after {meta['updates']} updates; dev NLL/sent {meta['dev_nll']}")

@@ -1,0 +1,152 @@
+"""Evaluation commands: BLEU scores, the paper tables and claims, figures, provenance."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rnnmt.cli.arguments import Command, key_value, positive
+
+
+def args_score(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hyps", type=Path, required=True)
+    p.add_argument("--hyps-nounk", type=Path, help="translations of the No-UNK subset (Bahdanau Table 1)")
+    p.add_argument("--nounk-ids", type=Path, help="the No-UNK subset's line numbers")
+    p.add_argument("--refs-tok", type=Path, required=True)
+    p.add_argument("--refs-raw", type=Path, required=True)
+    p.add_argument("--src-tok", type=Path, required=True)
+    p.add_argument("--lang", required=True)
+    p.add_argument("--window", type=positive, default=10)
+    p.add_argument("--max-length", type=positive, default=60)
+    p.add_argument("--threshold", type=positive, default=30)
+    p.add_argument("--length-by", choices=["source", "reference"], default="source")
+    p.add_argument("--group-size", type=positive, default=200, help="Luong's length groups (Figure 6)")
+    p.add_argument("--rejoin-hyphens", action="store_true", help="rejoin ' @-@ ' / ' ##AT##-##AT## ' before BLEU (Luong)")
+    p.add_argument("--output", type=Path, required=True)
+
+
+def run_score(a: argparse.Namespace) -> None:
+    from rnnmt.evaluate.score import score_system
+    from rnnmt.fileio import write_json
+
+    scores = score_system(
+        hyps_all=a.hyps, refs_tok=a.refs_tok, refs_raw=a.refs_raw, src_tok=a.src_tok, lang=a.lang, hyps_nounk=a.hyps_nounk,
+        nounk_ids=a.nounk_ids, window=a.window, max_x=a.max_length, threshold=a.threshold, length_by=a.length_by,
+        group_size=a.group_size, rejoin=a.rejoin_hyphens,
+    )  # fmt: skip
+    write_json(a.output, scores)
+    nounk = "n/a" if scores["bleu_nounk"] is None else f"{scores['bleu_nounk']:.2f}"
+    print(f"BLEU all {scores['bleu_all']:.2f}, No-UNK {nounk}", file=sys.stderr)
+
+
+def add_table_arguments(p: argparse.ArgumentParser, spec_help: str) -> None:
+    """A JSON spec file in (the workflow writes it under results/config/), the table out as CSV and Markdown."""
+    p.add_argument("--spec", type=Path, required=True, help=spec_help)
+    p.add_argument("--csv", type=Path, required=True)
+    p.add_argument("--md", type=Path, required=True)
+
+
+def args_table(p: argparse.ArgumentParser) -> None:
+    add_table_arguments(p, "JSON file: {kind, title, demo, rows: [...], check?}")
+
+
+def run_table(a: argparse.Namespace) -> None:
+    from rnnmt.evaluate.report import table_command
+    from rnnmt.fileio import read_json_file
+
+    table_command(read_json_file(a.spec, "the table spec"), a.csv, a.md)
+
+
+def args_claims(p: argparse.ArgumentParser) -> None:
+    add_table_arguments(p, "JSON file: {title, demo, samples, seed, claims: [{paper, claim, a, b, hyps_a, hyps_b, refs, rejoin}]}")
+
+
+def run_claims(a: argparse.Namespace) -> None:
+    from rnnmt.evaluate.report import claims_command
+    from rnnmt.fileio import read_json_file
+
+    claims_command(read_json_file(a.spec, "the claims spec"), a.csv, a.md)
+
+
+def args_coverage(p: argparse.ArgumentParser) -> None:
+    add_table_arguments(p, "JSON file: {title, rows: [{paper, item, status, output, note, this run}]}")
+
+
+def run_coverage(a: argparse.Namespace) -> None:
+    from rnnmt.evaluate.report import coverage_command
+    from rnnmt.fileio import read_json_file
+
+    coverage_command(read_json_file(a.spec, "the coverage spec"), a.csv, a.md)
+
+
+def args_plot_length(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--curve", type=key_value, action="append", required=True, metavar="LABEL=SCORES_JSON")
+    p.add_argument("--field", choices=["length_curve", "length_groups"], default="length_curve",
+                   help="Bahdanau's sliding window (Figure 2) or Luong's groups by reference length (Figure 6)")  # fmt: skip
+    p.add_argument("--title", required=True)
+    p.add_argument("--xlabel", default="Sentence length (source tokens)")
+    p.add_argument("--banner")
+    p.add_argument("--output", type=Path, required=True)
+
+
+def run_plot_length(a: argparse.Namespace) -> None:
+    from rnnmt.evaluate.plots import plot_length_files
+
+    scores = {label: Path(path) for label, path in a.curve}
+    plot_length_files(scores, a.output, field=a.field, title=a.title, xlabel=a.xlabel, banner=a.banner)
+
+
+def args_plot_learning(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--curve", type=key_value, action="append", required=True, metavar="LABEL=META_JSON")
+    p.add_argument("--heldout", default="test", help="the held-out set whose cost to plot")
+    p.add_argument("--title", required=True)
+    p.add_argument("--banner")
+    p.add_argument("--output", type=Path, required=True)
+
+
+def run_plot_learning(a: argparse.Namespace) -> None:
+    from rnnmt.evaluate.plots import plot_learning_files
+
+    metas = {label: Path(path) for label, path in a.curve}
+    plot_learning_files(metas, a.output, heldout=a.heldout, title=a.title, banner=a.banner)
+
+
+def args_plot_alignments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", type=Path, nargs="+", required=True, help="rnnmt align output(s)")
+    p.add_argument("--label", action="append", default=[], help="with several inputs: one label per input")
+    p.add_argument("--panel", type=int, default=0, help="with several inputs: which sentence of each")
+    p.add_argument("--title", required=True)
+    p.add_argument("--output", type=Path, required=True)
+
+
+def run_plot_alignments(a: argparse.Namespace) -> None:
+    from rnnmt.evaluate.plots import plot_alignment_files
+
+    plot_alignment_files(a.input, a.output, labels=a.label, panel=a.panel, title=a.title)
+
+
+def args_provenance(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", type=Path, required=True, help="the validated config as a JSON file")
+    p.add_argument("--output", type=Path, required=True)
+
+
+def run_provenance(a: argparse.Namespace) -> None:
+    from rnnmt.fileio import read_json_file
+    from rnnmt.provenance import write_provenance
+
+    write_provenance(read_json_file(a.config, "the config"), a.output)
+
+
+COMMANDS = [
+    Command("score", "BLEU (tokenized multi-bleu and detokenized sacreBLEU), No-UNK and length curve", args_score, run_score),
+    Command("table", "render a paper table: reproduced next to published numbers", args_table, run_table),
+    Command("claims", "paired-bootstrap 95% intervals for the BLEU differences the papers' claims rest on", args_claims, run_claims),
+    Command("coverage", "the list of the papers' tables and figures, and which this run regenerates", args_coverage, run_coverage),
+    Command("plot-length", "BLEU against sentence length (Bahdanau Figure 2, Luong Figure 6)", args_plot_length, run_plot_length),
+    Command("plot-learning", "held-out cost per word against updates, from meta.json histories (Luong Figure 5)", args_plot_learning,
+            run_plot_learning),  # fmt: skip
+    Command("plot-alignments", "alignment heat maps: one model's samples (Bahdanau Figure 3) or one sentence by several (Luong Figure 7)",
+            args_plot_alignments, run_plot_alignments),  # fmt: skip
+    Command("provenance", "record config, package versions, git revision and hardware", args_provenance, run_provenance),
+]

@@ -1,0 +1,235 @@
+"""What the workflow runs at the active scale: config validated once, corpora resolved, names and targets."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from rnnmt import config as cfg
+from rnnmt.data import sources
+from rnnmt.errors import UserError
+from rnnmt.workflow import paths
+
+DEMO_BANNER = "Synthetic demo data: not comparable with the papers' numbers"
+# Which figure a config key makes (figures.<key>), in the order the final targets list them.
+FIGURES = ("bahdanau2014_fig2", "bahdanau2014_fig3", "luong2015_fig5", "luong2015_fig6", "luong2015_fig7")
+
+
+def split_score_name(name: str) -> tuple[str, bool]:
+    """SYSTEM (plain translations) or SYSTEM.unk (after UNK replacement) as (system, unk)."""
+    return (name[: -len(".unk")], True) if name.endswith(".unk") else (name, False)
+
+
+def score_name_parts(name: str) -> tuple[str, str, bool]:
+    """A score file's name, [SPLIT/]SYSTEM[.unk], as (split, system, unk); no SPLIT/ is the first test set."""
+    split, _, rest = name.rpartition("/")
+    return (split or "test", *split_score_name(rest))
+
+
+def score_name(system: str, unk: bool = False, split: str = "test") -> str:
+    """The inverse of score_name_parts: the first test set's scores keep their paths, another split's go in a folder."""
+    return f"{'' if split == 'test' else split + '/'}{system}{'.unk' if unk else ''}"
+
+
+def translation_of(name: str) -> str:
+    """The test translations a score name stands for: as decoded (all) or UNK replaced (unk)."""
+    split, system, unk = score_name_parts(name)
+    return paths.translation(system, split, "unk" if unk else "all")
+
+
+def one_of(names: list[str]) -> str:
+    """A wildcard constraint matching exactly these names (a never-matching one when there are none)."""
+    return "|".join(map(re.escape, names)) or "NONE"
+
+
+def resolve_data(config: dict[str, Any]) -> tuple[dict, dict, dict]:
+    """The sources table, each pair's split -> corpus names, and each pair's corpus name -> parts (WMT scales)."""
+    scale = cfg.active_scale(config)
+    table = sources.load(config["download"]["sources"], config["download"]["checksums"])
+    langs = {pair: (config["pairs"][pair]["src"], config["pairs"][pair]["tgt"]) for pair in scale["corpora"]}
+    splits = {pair: sources.pair_splits(table, scale["corpora"][pair], *langs[pair]) for pair in langs}
+    for name in cfg.active_systems(config):
+        pair = cfg.system_pair(config, name)
+        method = cfg.selection_method(config, pair)
+        if method in table["preselected"]:
+            splits[pair]["preselected"] = [sources.preselected(table, method, *langs[pair])]
+        if method == "axelrod":
+            cfg.check_axelrod(scale["selection"], pair, splits[pair])
+    corpora: dict[str, dict] = {}
+    if scale["data"]["source"] != "synthetic":
+        corpora = {pair: {name: sources.corpus(table, name, *langs[pair]) for names in splits[pair].values() for name in names}
+                   for pair in langs}  # fmt: skip
+    for pair in corpora:
+        for split, names in splits[pair].items():
+            if len({corpora[pair][name].tokenized for name in names}) > 1:
+                raise UserError(f"the {split} corpora of {pair} mix Moses-tokenized files and raw text ({', '.join(names)}); use one kind.")
+    return table, splits, corpora
+
+
+class Plan:
+    """The active scale's systems, pairs, corpora and test splits, resolved from a validated config."""
+
+    def __init__(self, config: dict[str, Any]):
+        self.config = config
+        self.scale = cfg.active_scale(config)
+        self.sources, self.split_corpora, self.corpora = resolve_data(config)
+        self.systems = cfg.active_systems(config)
+        self.ensembles = cfg.active_ensembles(config)
+        self.pairs = sorted({cfg.system_pair(config, s) for s in self.systems})
+        self.demo = self.scale["data"]["source"] == "synthetic"
+        self.bpe = self.scale["vocab"]["kind"] == "bpe"
+        self.archive_files = {sources.file_name(self.sources, key): key for key in self.sources["archives"]}
+        self.table_splits = self._table_splits()
+
+    @classmethod
+    def load(cls, config: dict[str, Any], schema: Path) -> Plan:
+        """Validate `config` in place (defaults filled) against the schema, then plan it."""
+        return cls(cfg.validate(config, schema))
+
+    # --- names ------------------------------------------------------------------------------------
+
+    @property
+    def decoded(self) -> list[str]:
+        """Everything that translates: the active systems, then the active ensembles."""
+        return self.systems + self.ensembles
+
+    def langs(self, pair: str) -> tuple[str, str]:
+        """(source, target) language codes of a pair."""
+        p = self.config["pairs"][pair]
+        return p["src"], p["tgt"]
+
+    def pair_of(self, system: str) -> str:
+        """The pair a system or ensemble translates at the active scale."""
+        return cfg.system_pair(self.config, system)
+
+    def members(self, system: str) -> list[str]:
+        """The systems whose models a system translates with: itself, or an ensemble's members."""
+        return self.config["ensembles"][system]["members"] if system in self.ensembles else [system]
+
+    def resolved(self, system: str) -> dict[str, Any]:
+        """A system's resolved settings at the active scale (an ensemble: its first member's)."""
+        return cfg.resolve_system(self.config, self.members(system)[0])
+
+    def label(self, system: str, unk_replace: bool = False) -> str:
+        """A system's label, marked when its translations had their UNKs replaced."""
+        name = (self.config["ensembles"] if system in self.ensembles else self.config["systems"])[system]["label"]
+        return f"{name}, UNK replaced" if unk_replace else name
+
+    def selection_method(self, pair: str) -> str:
+        return cfg.selection_method(self.config, pair)
+
+    def selection_split(self, pair: str) -> str:
+        """The split the selection step reads: LIUM's released selection, or the pool to select from."""
+        return "preselected" if self.selection_method(pair) in self.sources["preselected"] else "pool"
+
+    def split_corpora_of(self, pair: str, split: str) -> list[str]:
+        """The raw corpora of one split of a pair (`test-CORPUS`: a test set a table names)."""
+        splits = self.split_corpora[pair]
+        if split == "test":
+            return splits["test"][:1]
+        if split.startswith("test-"):
+            return [split.removeprefix("test-")]
+        return splits["train" if split == "pool" else split]
+
+    def is_tokenized(self, pair: str, split: str) -> bool:
+        """Whether a split's corpora come Moses-tokenized already (Stanford, LIUM; never mixed, resolve_data)."""
+        return not self.demo and any(self.corpora[pair][name].tokenized for name in self.split_corpora_of(pair, split))
+
+    # --- test splits and wildcards -----------------------------------------------------------------
+
+    def _table_splits(self) -> dict[str, str]:
+        """Each table with active rows: the split it scores, `test` (its pair's first test set) or `test-CORPUS`."""
+        active = set(self.decoded)
+        splits = {}
+        for name, table in self.config["tables"].items():
+            if any(row.get("system") in active for row in table["rows"]):
+                test_sets = self.split_corpora[cfg.pair_at_scale(self.config, table["pair"])]["test"]
+                corpus = cfg.table_test_set(self.config, name, test_sets)
+                splits[name] = "test" if corpus == test_sets[0] else f"test-{corpus}"
+        return splits
+
+    @property
+    def named_test_splits(self) -> list[str]:
+        """Test splits besides each pair's first (`test`): the test sets tables name."""
+        return sorted(set(self.table_splits.values()) - {"test"})
+
+    @property
+    def test_splits(self) -> str:
+        """A constraint matching the test splits: each pair's first (`test`) and those tables name (`test-CORPUS`)."""
+        return one_of(["test", *self.named_test_splits])
+
+    def wildcard_constraints(self) -> dict[str, str]:
+        """Snakemake's global wildcard constraints: every wildcard matches only what this plan has."""
+        return {
+            "pair": r"[a-z]{2}-[a-z]{2}",
+            "lang": r"[a-z]{2}",
+            "src": r"[a-z]{2}",
+            "tgt": r"[a-z]{2}",
+            "split": f"pool|indomain|dev|preselected|{self.test_splits}",
+            "corpus": one_of(sorted({c for names in self.corpora.values() for c in names})),
+            "archive": one_of(list(self.sources["archives"])),
+            "file": one_of(list(self.archive_files)),
+            "system": one_of(self.decoded) if self.systems else "NONE",
+            "table": one_of(list(self.config["tables"])),
+            "subset": "all|nounk",
+            # [SPLIT/]SYSTEM[.unk]: no folder for the first test set.
+            "score": rf"(({one_of(self.named_test_splits)})/)?({one_of(self.decoded)})(\.unk)?",
+        }
+
+    # --- what the tables and figures show ------------------------------------------------------------
+
+    def table_rows(self, table: str) -> list[dict[str, Any]]:
+        """The rows of a table that run at the active scale: label-only rows, and rows of active systems."""
+        return [r for r in self.config["tables"][table]["rows"] if "system" not in r or r["system"] in self.decoded]
+
+    def table_systems(self, table: str) -> list[str]:
+        """Active systems (and ensembles) that are rows of a table, in row order."""
+        return list(dict.fromkeys(r["system"] for r in self.table_rows(table) if "system" in r))
+
+    def figure(self, key: str) -> dict[str, Any] | None:
+        """A figure's settings, or None when config.yaml leaves it out."""
+        return self.config["figures"].get(key)
+
+    def length_curve_systems(self) -> list[str]:
+        """Figure 2's curves: the active systems of its table."""
+        return self.table_systems(self.figure("bahdanau2014_fig2")["table"]) if self.figure("bahdanau2014_fig2") else []
+
+    def learning_curve_systems(self) -> list[str]:
+        """Figure 5's curves: trained systems of its table that log the figure's held-out cost."""
+        fig = self.figure("luong2015_fig5")
+        return [s for s in self.table_systems(fig["table"]) if s in self.systems and fig["heldout"] in self.resolved(s)["heldout"]] if fig else []
+
+    def length_group_rows(self) -> list[tuple[str, bool]]:
+        """Figure 6's curves that run at the active scale: (system, unk_replace)."""
+        fig = self.figure("luong2015_fig6")
+        return [(r["system"], r["unk_replace"]) for r in fig["rows"] if r["system"] in self.decoded] if fig else []
+
+    def alignment_systems(self) -> list[str]:
+        """Figure 7's systems that run at the active scale (the same sentence aligned by each)."""
+        fig = self.figure("luong2015_fig7")
+        return [s for s in fig["systems"] if s in self.systems] if fig else []
+
+    def heatmap_systems(self) -> list[str]:
+        """Figure 3's system, when it runs at the active scale."""
+        fig = self.figure("bahdanau2014_fig3")
+        return [fig["system"]] if fig and fig["system"] in self.systems else []
+
+    def figure_systems(self, key: str) -> list:
+        """What a figure draws at the active scale (empty: the figure is not made)."""
+        return {"bahdanau2014_fig2": self.length_curve_systems, "bahdanau2014_fig3": self.heatmap_systems,
+                "luong2015_fig5": self.learning_curve_systems, "luong2015_fig6": self.length_group_rows,
+                "luong2015_fig7": self.alignment_systems}[key]()  # fmt: skip
+
+    def active_claims(self) -> list[dict[str, Any]]:
+        """The claims whose two systems run at the active scale."""
+        active = set(self.decoded)
+        return [c for c in self.config["claims"] if all(split_score_name(c[side])[0] in active for side in ("a", "b"))]
+
+    def final_targets(self) -> list[str]:
+        """What `snakemake` with no target makes: tables, figures, claims, coverage, corpus reports, provenance."""
+        targets = [paths.table(t, ext) for t in self.config["tables"] if self.table_systems(t) for ext in ("csv", "md")]
+        targets += [paths.figure(key) for key in FIGURES if self.figure(key) and self.figure_systems(key)]
+        targets += [paths.table("claims", ext) for ext in ("csv", "md")] if self.active_claims() else []
+        targets += [paths.table("coverage", ext) for ext in ("csv", "md")]
+        return targets + [paths.raw_report(pair) for pair in self.scale["corpora"]] + [paths.provenance()]

@@ -1,0 +1,145 @@
+"""The settings files commands read (training, decoding, tables, claims, coverage) and the report rules' inputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rnnmt import config as cfg
+from rnnmt.workflow import paths
+from rnnmt.workflow.plan import DEMO_BANNER, Plan, score_name, split_score_name, translation_of
+
+CLAIMS_TITLE = "The papers' claims: BLEU differences with paired-bootstrap 95% intervals"
+COVERAGE_TITLE = "What the papers show and what this run regenerates"
+
+
+class Reports:
+    """What each settings file holds, and the inputs and flags of the table and figure rules."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+
+    # --- settings files (paths.settings) ---------------------------------------------------------------
+
+    def settings_names(self) -> list[str]:
+        """Every settings file this plan writes: SYSTEM, decode/SYSTEM, tables/TABLE, claims, coverage, provenance."""
+        plan = self.plan
+        return [*plan.systems, *(f"decode/{s}" for s in plan.decoded), *(f"tables/{t}" for t in plan.table_splits),
+                "claims", "coverage", "provenance"]  # fmt: skip
+
+    def settings(self, wildcards: Any) -> dict[str, Any]:
+        """The content of one settings file (the `settings` rule's params: a change reruns what reads it)."""
+        kind, _, name = wildcards.name.rpartition("/")
+        if kind == "decode":
+            return self.plan.resolved(name)["decode"]
+        if kind == "tables":
+            return self.table_spec(name)
+        if name == "claims":
+            return self.claims_spec()
+        if name == "coverage":
+            return self.coverage_spec()
+        if name == "provenance":
+            return self.plan.config
+        return cfg.training_settings(self.plan.config, name)
+
+    # --- tables -------------------------------------------------------------------------------------------
+
+    def row_files(self, table: str, row: dict[str, Any]) -> dict[str, str]:
+        """The files one table row reads, by table kind: score files on the table's test split, meta.json."""
+        spec, system = self.plan.config["tables"][table], row.get("system")
+        if system is None:
+            return {}
+        if spec["kind"] == "learning":
+            return {"file": paths.model(system, "meta.json")}
+        split, unk = self.plan.table_splits[table], row.get("unk_replace", False)
+        files = {"file": paths.scores(score_name(system, unk, split))}
+        if spec["kind"] == "luong":
+            if spec["unk_column"]:
+                files["unk_file"] = paths.scores(score_name(system, True, split))
+            # meta.json's test perplexity is the held-out cost of the pair's first test set, so only its tables show it.
+            if system in self.plan.systems and not unk and split == "test":
+                files["meta"] = paths.model(system, "meta.json")
+        return files
+
+    def table_inputs(self, wildcards: Any) -> list[str]:
+        table = wildcards.table
+        return sorted({f for r in self.plan.table_rows(table) for f in self.row_files(table, r).values()})
+
+    def table_spec(self, table: str) -> dict[str, Any]:
+        """What `rnnmt table` builds: rows (with the files they read), published numbers, demo flag, check."""
+        t = self.plan.config["tables"][table]
+        rows = [{"label": r.get("label") or self.plan.label(r["system"]), "system": r.get("system"), "published": r.get("published"),
+                 **self.row_files(table, r)} for r in self.plan.table_rows(table)]  # fmt: skip
+        check = t.get("check") if all(s in self.plan.systems for s in t.get("check", {}).values()) else None
+        return {"kind": t["kind"], "title": t["title"], "demo": self.plan.demo, "rows": rows, "check": check, "unk_column": t["unk_column"]}
+
+    # --- claims and coverage -------------------------------------------------------------------------------
+
+    def _claim_refs(self, claim: dict[str, Any]) -> str:
+        """The reference a claim is measured against (config.check_claims: both systems share the pair)."""
+        pair = self.plan.pair_of(split_score_name(claim["a"])[0])
+        return paths.tok(pair, "test", self.plan.langs(pair)[1])
+
+    def claims_inputs(self, wildcards: Any) -> list[str]:
+        claims = self.plan.active_claims()
+        return sorted({translation_of(c[side]) for c in claims for side in ("a", "b")} | {self._claim_refs(c) for c in claims})
+
+    def claims_spec(self) -> dict[str, Any]:
+        """Each active claim with its two translation files, reference and scoring flags, for `rnnmt claims`."""
+        claims = []
+        for c in self.plan.active_claims():
+            pair = self.plan.pair_of(split_score_name(c["a"])[0])
+            names = {side: self.plan.label(*split_score_name(c[side])) for side in ("a", "b")}
+            claims.append({"paper": c["paper"], "claim": c["claim"], "a": names["a"], "b": names["b"], "published": c["published"],
+                           "hyps_a": translation_of(c["a"]), "hyps_b": translation_of(c["b"]), "refs": self._claim_refs(c),
+                           "rejoin": self.plan.config["pairs"][pair]["rejoin_hyphens"]})  # fmt: skip
+        boot = self.plan.config["evaluation"]["bootstrap"]
+        return {"title": CLAIMS_TITLE, "demo": self.plan.demo, "samples": boot["samples"], "seed": boot["seed"], "claims": claims}
+
+    def coverage_spec(self) -> dict[str, Any]:
+        """config `coverage`, each row with whether this scale's run writes its output."""
+        made = set(self.plan.final_targets())
+        rows = [{**row, "this run": "yes" if row["output"] in made else "no"} for row in self.plan.config["coverage"]]
+        return {"title": COVERAGE_TITLE, "rows": rows}
+
+    # --- figures ------------------------------------------------------------------------------------------
+
+    def banner(self) -> list[str]:
+        return [f"--banner={DEMO_BANNER}"] if self.plan.demo else []
+
+    def length_curve_inputs(self, wildcards: Any) -> list[str]:
+        return [paths.scores(score_name(s)) for s in self.plan.length_curve_systems()]
+
+    def length_curve_flags(self, wildcards: Any, input: Any) -> list[str]:
+        """Figure 2: one curve per system of its table, binned as the score files were."""
+        fig = self.plan.figure("bahdanau2014_fig2")
+        curves = [f"--curve={self.plan.label(s)}={f}" for s, f in zip(self.plan.length_curve_systems(), input)]
+        return [*curves, f"--xlabel=Sentence length ({fig['length_by']} tokens, window {fig['window']})", *self.banner()]
+
+    def length_group_inputs(self, wildcards: Any) -> list[str]:
+        return [paths.scores(score_name(s, unk)) for s, unk in self.plan.length_group_rows()]
+
+    def length_group_flags(self, wildcards: Any, input: Any) -> list[str]:
+        """Figure 6: one curve per row, BLEU of groups sorted by reference length."""
+        fig = self.plan.figure("luong2015_fig6")
+        curves = [f"--curve={self.plan.label(s, unk)}={f}" for (s, unk), f in zip(self.plan.length_group_rows(), input)]
+        return [*curves, f"--xlabel=Sentence length (longest reference in each group of {fig['group_size']})", *self.banner()]
+
+    def learning_curve_inputs(self, wildcards: Any) -> list[str]:
+        return [paths.model(s, "meta.json") for s in self.plan.learning_curve_systems()]
+
+    def learning_curve_flags(self, wildcards: Any, input: Any) -> list[str]:
+        curves = [f"--curve={self.plan.label(s)}={f}" for s, f in zip(self.plan.learning_curve_systems(), input)]
+        return [*curves, f"--heldout={self.plan.figure('luong2015_fig5')['heldout']}", *self.banner()]
+
+    def heatmap_input(self, wildcards: Any) -> list[str]:
+        return [paths.alignments(s) for s in self.plan.heatmap_systems()]
+
+    def heatmap_title(self, wildcards: Any) -> str:
+        return f"Alignments found by {self.plan.label(self.plan.heatmap_systems()[0])}"
+
+    def compared_alignment_inputs(self, wildcards: Any) -> list[str]:
+        return [paths.alignments(s) for s in self.plan.alignment_systems()]
+
+    def compared_alignment_flags(self, wildcards: Any) -> list[str]:
+        fig = self.plan.figure("luong2015_fig7")
+        return [*(f"--label={self.plan.label(s)}" for s in self.plan.alignment_systems()), f"--panel={fig['panel']}"]

@@ -1,0 +1,132 @@
+"""rnnmt.workflow without Snakemake: what runs at a scale, the rules' inputs and flags, the settings files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from rnnmt import config as cfg
+from rnnmt.workflow import paths
+from rnnmt.workflow.inputs import RuleInputs
+from rnnmt.workflow.plan import Plan, score_name, score_name_parts, translation_of
+from rnnmt.workflow.reports import Reports
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def plan_at(scale: str, **override) -> Plan:
+    raw = cfg.deep_merge(cfg.read_yaml(ROOT / "config.yaml"), {"scale": scale, **override})
+    return Plan.load(raw, SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def demo() -> Plan:
+    return plan_at("demo")
+
+
+@pytest.fixture(scope="module")
+def paper() -> Plan:
+    return plan_at("paper")
+
+
+def test_paths_default_to_the_rules_wildcards_and_fill_in_values():
+    assert paths.tok() == "results/data/tok/{pair}/{split}.{lang}"
+    assert paths.tok("en-fr", "test", "fr") == "results/data/tok/en-fr/test.fr"
+    assert paths.translation(ext="align") == "results/translations/{system}/{split}.{subset}.align"
+    assert paths.scores(score_name("luong-ensemble", True, "test-newstest2015")) == "results/scores/test-newstest2015/luong-ensemble.unk.json"
+    assert paths.log("train", "{system}") == "results/logs/train/{system}.log"
+
+
+@pytest.mark.parametrize("name", ["rnnsearch-50", "rnnsearch-50.unk", "test-newstest2015/luong-ensemble.unk", "test-x/a"])
+def test_score_names_round_trip(name):
+    assert score_name(*[score_name_parts(name)[i] for i in (1, 2, 0)]) == name
+
+
+def test_the_demo_runs_its_listed_systems_and_makes_every_output(demo):
+    assert demo.demo and demo.systems == ["rnnencdec-30", "rnnsearch-30", "rnnencdec-50", "rnnsearch-50", "luong-reverse-dropout",
+                                          "luong-global-dot-feed", "luong-localm-dot-feed"]  # fmt: skip
+    assert demo.ensembles == [] and demo.pairs == ["en-fr"]
+    targets = demo.final_targets()
+    for name in ("bahdanau2014_table1", "bahdanau2014_table2", "luong2015_table1", "luong2015_table4", "claims", "coverage"):
+        assert paths.table(name, "md") in targets
+    assert "results/tables/luong2015_table2.md" not in targets  # its rows need the ensemble or local-p (general)
+    assert {paths.figure(f) for f in ("bahdanau2014_fig2", "bahdanau2014_fig3", "luong2015_fig5", "luong2015_fig6", "luong2015_fig7")} <= set(targets)
+    assert targets[-2:] == [paths.raw_report("en-fr"), paths.provenance()]
+
+
+def test_training_reads_its_settings_file_data_and_held_out_sets(demo):
+    inputs = RuleInputs(demo)
+    w = SimpleNamespace(system="luong-global-dot-feed")
+    got = inputs.train(w)
+    assert got == {"system": "results/config/luong-global-dot-feed.json", "train": "results/data/bin/en-fr/train.pt",
+                   "heldout_dev": "results/data/bin/en-fr/dev.pt", "heldout_test": "results/data/bin/en-fr/test.pt",
+                   "src_vocab": "results/data/vocab/en-fr/vocab.en.json", "tgt_vocab": "results/data/vocab/en-fr/vocab.fr.json"}  # fmt: skip
+    assert inputs.train_flags(w, got) == "--valid dev=results/data/bin/en-fr/dev.pt --valid test=results/data/bin/en-fr/test.pt"
+
+
+def test_translation_reads_the_systems_decode_settings_and_the_nounk_lines(demo):
+    inputs = RuleInputs(demo)
+    w = SimpleNamespace(system="rnnsearch-50", split="test", subset="nounk")
+    got = inputs.translate(w)
+    assert got["decode"] == "results/config/decode/rnnsearch-50.json" and got["models"] == ["results/models/rnnsearch-50/model.pt"]
+    assert inputs.translate_flags(w, SimpleNamespace(**got)) == "--no-unk --lines results/data/nounk/en-fr/test.ids"
+    assert Reports(demo).settings(SimpleNamespace(name="decode/rnnsearch-50")) == {"beam": 10, "normalize": False}
+    assert Reports(demo).settings(SimpleNamespace(name="decode/luong-global-dot-feed"))["shrink"] is False
+
+
+def test_demo_selection_is_axelrod_with_a_share_of_each_corpus(demo):
+    inputs, w = RuleInputs(demo), SimpleNamespace(src="en", tgt="fr")
+    assert inputs.select(w)["ids"] == "results/data/selection/en-fr/selected.npy"
+    assert inputs.selection_cut_flags(w) == ("--corpora demo-news demo-general --cut per_corpus --normalise words_plus_eos "
+                                             "--keep demo-news=1.0 --keep demo-general=0.5")  # fmt: skip
+    assert inputs.demo_corpus_flags().startswith("--out-dir results/data/raw/en-fr --seed 1234 --corpus demo-news:4000:train:news ")
+
+
+def test_score_inputs_of_a_named_test_split_and_of_unk_replaced_output(paper):
+    inputs = RuleInputs(paper)
+    got = inputs.score(SimpleNamespace(score="test-newstest2015/luong-ensemble.unk"))
+    assert got == {"hyps": "results/translations/luong-ensemble/test-newstest2015.unk.txt",
+                   "refs_tok": "results/data/tok/en-de/test-newstest2015.de", "refs_raw": "results/data/corpus/en-de/test-newstest2015.de",
+                   "src_tok": "results/data/tok/en-de/test-newstest2015.en"}  # fmt: skip
+    plain = inputs.score(SimpleNamespace(score="rnnsearch-50"))
+    assert plain["hyps_nounk"] == "results/translations/rnnsearch-50/test.nounk.txt"  # Bahdanau's No-UNK column
+    flags = inputs.score_flags(SimpleNamespace(score="luong-base"), SimpleNamespace(keys=lambda: []))
+    assert "--rejoin-hyphens" in flags and "--lang de" in flags
+    assert translation_of("luong-base") == "results/translations/luong-base/test.all.txt"
+
+
+def test_luong_table2_reads_the_scores_of_its_own_test_set(paper):
+    reports = Reports(paper)
+    spec = reports.table_spec("luong2015_table2")
+    assert paper.table_splits["luong2015_table2"] == "test-newstest2015"
+    files = [row.get("file") for row in spec["rows"]]
+    assert files == [None, "results/scores/test-newstest2015/luong-localp-general-feed.unk.json",
+                     "results/scores/test-newstest2015/luong-ensemble.unk.json"]  # fmt: skip
+    table4 = reports.table_spec("luong2015_table4")["rows"][0]
+    assert table4["unk_file"] == "results/scores/luong-global-location-feed.unk.json" and table4["meta"].endswith("meta.json")
+
+
+def test_settings_files_hold_what_their_readers_use(demo):
+    reports = Reports(demo)
+    names = reports.settings_names()
+    assert "rnnsearch-50" in names and "decode/rnnsearch-50" in names and "tables/bahdanau2014_table1" in names
+    training = reports.settings(SimpleNamespace(name="rnnsearch-50"))
+    assert training == cfg.training_settings(demo.config, "rnnsearch-50") and "label" not in str(training)
+    coverage = reports.settings(SimpleNamespace(name="coverage"))["rows"]
+    made = {row["item"]: row["this run"] for row in coverage if row["paper"] == "Luong 2015"}
+    assert made["Table 4"] == "yes" and made["Table 2"] == "no" and made["Table 6"] == "no"
+    claims = reports.settings(SimpleNamespace(name="claims"))["claims"]
+    assert claims[0]["a"] == "RNNsearch-50" and claims[0]["refs"] == "results/data/tok/en-fr/test.fr"
+
+
+def test_wildcard_constraints_match_only_this_plans_names(demo, paper):
+    import re
+
+    demo_score = re.compile(demo.wildcard_constraints()["score"])
+    assert demo_score.fullmatch("rnnsearch-50") and demo_score.fullmatch("rnnsearch-50.unk")
+    assert not demo_score.fullmatch("luong-ensemble") and not demo_score.fullmatch("test-newstest2015/rnnsearch-50")
+    assert re.compile(paper.wildcard_constraints()["score"]).fullmatch("test-newstest2015/luong-ensemble.unk")
+    assert re.fullmatch(paper.test_splits, "test-newstest2015") and not re.fullmatch(demo.test_splits, "test-newstest2015")
