@@ -71,15 +71,12 @@ def args_unk_dict(p: argparse.ArgumentParser) -> None:
 
 
 def run_unk_dict(a: argparse.Namespace) -> None:
-    from rnnmt.decode.unk import learn_dictionary, write_dictionary
-    from rnnmt.fileio import iter_lines
-    from rnnmt.text.vocab import Vocab
+    from rnnmt.decode.unk import dictionary_file
 
     if a.src_bpe or a.tgt_bpe:
         raise UserError("unk-dict needs word vocabularies (shortlists); BPE models write no UNK.")
-    entries = learn_dictionary(iter_lines(a.src), iter_lines(a.tgt), Vocab.load(a.src_vocab), Vocab.load(a.tgt_vocab), a.min_count)
-    write_dictionary(a.output, entries)
-    print(f"{len(entries)} entries -> {a.output}", file=sys.stderr)
+    entries = dictionary_file(a.src, a.tgt, a.src_vocab, a.tgt_vocab, a.output, a.min_count)
+    print(f"{entries} entries -> {a.output}", file=sys.stderr)
 
 
 def args_align(p: argparse.ArgumentParser) -> None:

@@ -50,16 +50,9 @@ def args_vocab(p: argparse.ArgumentParser) -> None:
 
 
 def run_vocab(a: argparse.Namespace) -> None:
-    from rnnmt.fileio import iter_lines
-    from rnnmt.text.bpe import BpeSegmenter, build_bpe_vocab
-    from rnnmt.text.vocab import build_shortlist
+    from rnnmt.text.bpe import vocab_file
 
-    if a.bpe is None:
-        vocab = build_shortlist(iter_lines(a.input), a.size)
-    else:
-        seg = BpeSegmenter(a.bpe)
-        vocab = build_bpe_vocab((" ".join(seg.segment(line.split())) for line in iter_lines(a.input)), a.size)
-    vocab.save(a.output)
+    vocab = vocab_file(a.input, a.size, a.output, bpe_codes=a.bpe)
     print(f"vocabulary of {len(vocab)} symbols -> {a.output}", file=sys.stderr)
 
 

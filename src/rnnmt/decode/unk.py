@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rnnmt.errors import UserError
-from rnnmt.fileio import read_lines, write_lines
+from rnnmt.fileio import iter_lines, read_lines, write_lines
 from rnnmt.models.artifact import TrainedModel
 from rnnmt.models.build import model_settings
 from rnnmt.text.bpe import BpeSegmenter, units
@@ -76,6 +76,13 @@ def write_dictionary(path: Path, entries: dict[str, tuple[str, float, int]]) -> 
     """Write 'source<TAB>target<TAB>dice<TAB>count' lines sorted by source word, atomically."""
     rows = [f"{s}\t{t}\t{dice:.6f}\t{count}" for s, (t, dice, count) in sorted(entries.items())]
     return write_lines(path, rows)
+
+
+def dictionary_file(src: Path, tgt: Path, src_vocab: Path, tgt_vocab: Path, output: Path, min_count: int = 2) -> int:
+    """Learn the UNK dictionary from a training bitext and its shortlists, write it to `output`; its entry count."""
+    entries = learn_dictionary(iter_lines(src), iter_lines(tgt), Vocab.load(src_vocab), Vocab.load(tgt_vocab), min_count)
+    write_dictionary(output, entries)
+    return len(entries)
 
 
 def load_dictionary(path: Path | None) -> dict[str, str]:

@@ -9,7 +9,7 @@ from subword_nmt.apply_bpe import BPE
 from subword_nmt.learn_bpe import learn_bpe as _subword_learn_bpe
 
 from rnnmt.errors import UserError
-from rnnmt.fileio import atomic_path
+from rnnmt.fileio import atomic_path, iter_lines
 from rnnmt.text.vocab import Vocab, build_shortlist
 
 SEPARATOR = "@@"
@@ -76,3 +76,15 @@ def units(line: str, bpe: BpeSegmenter | None) -> list[str]:
     """A model's symbols for whitespace-tokenized text: the tokens, or their BPE units."""
     tokens = line.split()
     return bpe.segment(tokens) if bpe is not None else tokens
+
+
+def vocab_file(text: Path, size: int, output: Path, bpe_codes: Path | None = None) -> Vocab:
+    """The vocabulary of a tokenized training text, written to `output`: its `size` most frequent words, or
+    units after segmenting with `bpe_codes`."""
+    if bpe_codes is None:
+        vocab = build_shortlist(iter_lines(text), size)
+    else:
+        seg = BpeSegmenter(bpe_codes)
+        vocab = build_bpe_vocab((" ".join(seg.segment(line.split())) for line in iter_lines(text)), size)
+    vocab.save(output)
+    return vocab
