@@ -73,3 +73,21 @@ def test_allowed_attentions_are_the_registry():
                                     tiny_luong_config("local-p", bias=True), tiny_luong_config("none", feed_input=False)])  # fmt: skip
 def test_every_model_declares_every_scheme(config, scheme):
     build_model({**config, "init": scheme, "init_range": 0.1}, 20, 20)
+
+
+def test_the_config_schema_offers_exactly_the_registered_choices():
+    """The schema's enums restate the registries so that a typo stops before any job; this keeps them equal."""
+    from pathlib import Path
+
+    import yaml
+
+    from rnnmt.models.attention import ATTENTIONS, LUONG_KINDS, LUONG_SCORES
+    from rnnmt.models.encoders import ENCODERS
+    from rnnmt.models.initialisation import SCHEMES
+
+    schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    model = schema["$defs"]["model"]["properties"]
+    assert set(model["attention"]["enum"]) == set(ATTENTIONS) | set(LUONG_KINDS)
+    assert set(model["score"]["enum"]) == set(LUONG_SCORES)
+    assert set(model["init"]["enum"]) == set(SCHEMES)
+    assert set(model["encoder"]["enum"]) == set(ENCODERS) | {"lstm"}

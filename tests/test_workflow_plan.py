@@ -130,3 +130,13 @@ def test_wildcard_constraints_match_only_this_plans_names(demo, paper):
     assert not demo_score.fullmatch("luong-ensemble") and not demo_score.fullmatch("test-newstest2015/rnnsearch-50")
     assert re.compile(paper.wildcard_constraints()["score"]).fullmatch("test-newstest2015/luong-ensemble.unk")
     assert re.fullmatch(paper.test_splits, "test-newstest2015") and not re.fullmatch(demo.test_splits, "test-newstest2015")
+
+
+def test_rule_files_name_paths_and_functions_and_compute_nothing():
+    """Every results/ path comes from rnnmt.workflow.paths and every input function from the plan (issue 14)."""
+    import re
+
+    for smk in sorted((ROOT / "workflow" / "rules").glob("*.smk")):
+        code = "\n".join(line.split("#", 1)[0] for line in smk.read_text().splitlines())
+        assert "lambda" not in code, smk.name
+        assert not re.search(r"""["']results/""", code), smk.name
