@@ -1,12 +1,13 @@
 """Figure 2 / Figure 3 style plots: valid PNG files, shape checks."""
 
+import math
 import struct
 
 import matplotlib
 import pytest
 
 from rnnmt.errors import UserError
-from rnnmt.evaluate.plots import plot_alignments, plot_length_curves
+from rnnmt.evaluate.plots import plot_alignments, plot_length_curves, seed_curve
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -33,8 +34,8 @@ def _sane(size):
 def test_length_curves_png(tmp_path):
     backend = matplotlib.get_backend()
     curves = {
-        "RNNsearch-50": [{"x": x, "bleu": 25.0, "n": 10} for x in range(1, 61)],
-        "RNNencdec-50": [{"x": x, "bleu": None if x > 55 else 30.0 - x / 3, "n": 10} for x in range(1, 61)],
+        "RNNsearch-50": [[{"x": x, "bleu": 25.0, "n": 10} for x in range(1, 61)]],
+        "RNNencdec-50": [[{"x": x, "bleu": None if x > 55 else 30.0 - x / 3, "n": 10} for x in range(1, 61)]],
     }
     out = tmp_path / "fig" / "length.png"
     plot_length_curves(curves, out, title="BLEU vs length", banner="Synthetic demo data (US$ 0)")
@@ -80,3 +81,17 @@ def test_alignments_panel_count(tmp_path):
         plot_alignments([], tmp_path / "x.png", title="t")
     with pytest.raises(UserError):
         plot_alignments([_panel(3, 3)] * 5, tmp_path / "x.png", title="t")
+
+
+def test_several_seeds_draw_their_mean_with_a_min_max_band(tmp_path):
+    seeds = [[{"x": x, "bleu": b, "n": 5} for x, b in zip((1, 2, 3), bleus)] for bleus in ((10.0, 20.0, None), (14.0, 26.0, None), (12.0, 29.0, None))]
+    xs, mean, (low, high) = seed_curve("RNNsearch-50", seeds)
+    assert xs == [1, 2, 3] and mean[:2] == [12.0, 25.0] and math.isnan(mean[2])
+    assert list(low[:2]) == [10.0, 20.0] and list(high[:2]) == [14.0, 29.0]
+    assert seed_curve("one", seeds[:1])[2] is None  # a single seed: its own curve, no band
+    out = tmp_path / "bands.png"
+    plot_length_curves({"RNNsearch-50": seeds, "RNNencdec-50": seeds[:1]}, out, title="t")
+    assert _sane(_png_size(out))
+    shifted = [[{**p, "x": p["x"] + 1} for p in seeds[0]], seeds[1]]
+    with pytest.raises(UserError, match="different x values"):
+        seed_curve("RNNsearch-50", shifted)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rnnmt.evaluate.bleu import tokenized_bleu
-from rnnmt.evaluate.significance import bleu_from_statistics, paired_bootstrap, sentence_statistics
+from rnnmt.evaluate.significance import bleu_from_statistics, paired_bootstrap, seeded_bootstrap, sentence_statistics
 from rnnmt.evaluate.tables import build_claims_table, verdict
 
 REFS = [f"the {adj} cat sat on the {noun} mat number {i} today ." for i, (adj, noun) in
@@ -48,3 +48,32 @@ def test_claims_table_shows_published_and_reproduced_differences():
     assert list(df["verdict"]) == ["holds", "not significant"]
     assert df["delta published"].isna().tolist() == [False, True]
     assert "1000 resamples" in df.attrs["notes"][0]
+
+
+def _damaged(every: int) -> list[str]:
+    """Translations with half the words of every `every`-th sentence replaced (a smaller `every`: a worse seed)."""
+    return [" ".join(w if j % 2 else "dog" for j, w in enumerate(r.split())) if i % every == 0 else r for i, r in enumerate(REFS)]
+
+
+def test_two_level_bootstrap_averages_seeds_and_widens_the_interval_by_their_spread():
+    seeds_a = [GOOD, _damaged(4), _damaged(2)]  # seeds that differ a lot
+    seeds_b = [BAD, BAD]
+    d = seeded_bootstrap(seeds_a, seeds_b, REFS, samples=300, seed=5)
+    mean_a = np.mean([tokenized_bleu(h, REFS) for h in seeds_a])
+    assert d.delta == pytest.approx(mean_a - tokenized_bleu(BAD, REFS), abs=1e-9) and (d.seeds_a, d.seeds_b) == (3, 2)
+    assert d.high - d.low >= d.sentence_high - d.sentence_low  # seeds add variation on top of the test sentences
+    assert d.seed_high - d.seed_low > 0 and d.low <= d.delta <= d.high
+    single = seeded_bootstrap([BAD], [BAD], REFS, samples=50, seed=5)
+    assert (single.seed_low, single.seed_high, single.delta) == (0.0, 0.0, 0.0)  # one seed a side: no seed variation
+    assert seeded_bootstrap(seeds_a, seeds_b, REFS, samples=50, seed=5) == seeded_bootstrap(seeds_a, seeds_b, REFS, samples=50, seed=5)
+
+
+def test_claims_table_with_seeds_shows_both_spreads_and_the_larger_source():
+    row = {"paper": "P", "claim": "A helps", "a": "A", "b": "B", "published": 1.3, "delta": 2.0, "low": 0.5, "high": 3.25,
+           "p_not_better": 0.01, "samples": 1000}  # fmt: skip
+    seeded = {**row, "seed_low": -1.0, "seed_high": 4.0, "sentence_low": 1.0, "sentence_high": 3.0, "seeds_a": 3, "seeds_b": 3}
+    df = build_claims_table([seeded, row])
+    assert df.loc[0, "seeds"] == "3/3" and df.loc[0, "seed-only 95%"] == "[-1.00, +4.00]" and df.loc[0, "larger source"] == "seeds"
+    assert df["sentence-only 95%"].isna().tolist() == [False, True]  # a single-seed claim keeps the paired bootstrap
+    assert "Clark et al. 2011" in df.attrs["notes"][1]
+    assert "seeds" not in build_claims_table([row]).columns  # one seed everywhere: today's table

@@ -302,3 +302,34 @@ def test_table_kinds_are_the_config_schema_enum():
     schema_path = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
     schema = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
     assert list(TABLE_KINDS) == schema["properties"]["tables"]["additionalProperties"]["properties"]["kind"]["enum"]
+
+
+def test_several_seeds_show_mean_and_sample_sd_with_each_seed_in_the_csv(tmp_path, capsys):
+    """Table 1 with a system of three seeds and one of one: mean ± sd by hand from the per-seed CSV values."""
+    files = {s: _write(tmp_path / f"s{s}.json", [json.dumps(_scores(b, b + 1, b - 1))]) for s, b in ((1, 20.0), (2, 23.0), (3, 29.0))}
+    one = _write(tmp_path / "one.json", [json.dumps(_scores(10.0, 11.0, 9.0))])
+    rows = [{"label": "RNNsearch-50", "system": "rnnsearch-50", "published": {"all": 26.75, "nounk": 34.16}, "file": str(files[1]),
+             "seeds": [{"seed": s, "file": str(f)} for s, f in files.items()]},
+            {"label": "RNNencdec-50", "system": "rnnencdec-50", "published": None, "file": str(one)}]  # fmt: skip
+    table_command(_spec("bleu", rows), tmp_path / "t.csv", tmp_path / "t.md")
+    search, encdec = list(csv.DictReader((tmp_path / "t.csv").open(encoding="utf-8")))
+    per_seed = [float(search[f"BLEU All (seed {s})"]) for s in (1, 2, 3)]
+    mean = sum(per_seed) / 3
+    sd = (sum((v - mean) ** 2 for v in per_seed) / 2) ** 0.5  # sample sd, n - 1
+    assert per_seed == [20.0, 23.0, 29.0] and float(search["BLEU All"]) == pytest.approx(mean) and search["Seeds"] == "3"
+    assert float(search["delta All"]) == pytest.approx(mean - 26.75)
+    assert encdec["Seeds"] == "1" and encdec["BLEU All (seed 1)"] == "" and encdec["BLEU All"] == "10.00"
+    md = (tmp_path / "t.md").read_text(encoding="utf-8")
+    assert f"| {mean:.2f} ± {sd:.2f} |" in md and "(seed 1)" not in md and "| 10.00 |" in md and "sample standard deviation" in md
+    capsys.readouterr()
+
+
+def test_the_attention_check_runs_once_per_seed(tmp_path, capsys):
+    search = {s: _write(tmp_path / f"a{s}.json", [json.dumps(_scores(30.0, 31.0, 29.0))]) for s in (1, 2)}
+    encdec = {s: _write(tmp_path / f"b{s}.json", [json.dumps(_scores(20.0, 26.0, 10.0))]) for s in (1, 2)}
+    rows = [{"label": name, "system": name, "published": None, "file": str(files[1]), "seeds": [{"seed": s, "file": str(f)} for s, f in files.items()]}
+            for name, files in (("rnnsearch-50", search), ("rnnencdec-50", encdec))]  # fmt: skip
+    table_command(_spec("bleu", rows, check={"search": "rnnsearch-50", "encdec": "rnnencdec-50"}), tmp_path / "t.csv", tmp_path / "t.md")
+    md = (tmp_path / "t.md").read_text(encoding="utf-8")
+    assert md.count("Result: PASS") == 2 and "Seed 1\nAttention check" in md and "Seed 2\nAttention check" in md
+    capsys.readouterr()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -68,6 +71,7 @@ def test_tiny_end_to_end_then_nothing_to_do(tmp_path):
         assert (results / name).stat().st_size > 0, name
     assert (results / "data/unkdict/en-fr.tsv").exists()  # empty: the tiny vocabularies keep every word
     assert "Synthetic demo data" in (results / "tables/bahdanau2014_table1.md").read_text()
+    assert "±" not in (results / "tables/bahdanau2014_table1.md").read_text()  # one seed: no spread, no Seeds column
     table4 = (results / "tables/luong2015_table4.md").read_text()
     assert "local-m (dot)" in table4 and "BLEU +unk" in table4 and "global (general)" not in table4  # the demo's subset
     again = snakemake(*args, "-n")
@@ -186,3 +190,31 @@ def test_a_new_scale_that_inherits_sample_plans_the_sample_run_with_its_change(t
                            "--config", str(ROOT / "config.yaml"), str(override)], capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     assert show.returncode == 0, show.stderr
     assert '"hidden": 768' in show.stdout and '"layers": 2' in show.stdout  # mid's change over sample's Luong sizes
+
+
+def test_tiny_two_seeds_train_apart_and_tables_claims_show_the_spread(tmp_path):
+    """Issue 15: with seeds [1, 2] each system trains twice; tables show mean ± sd, claims the two-level bootstrap."""
+    override = tmp_path / "seeds.yaml"
+    override.write_text("seeds: [1, 2]\nscales: {demo: {systems: [rnnencdec-50, rnnsearch-50]}}\n")
+    args = ("--cores", "2", "--directory", str(tmp_path), "--configfile", str(ROOT / "tests" / "config" / "tiny.yaml"), str(override))
+    run = snakemake(*args)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = tmp_path / "results"
+    for run_name in ("rnnsearch-50", "rnnsearch-50.seed2", "rnnencdec-50", "rnnencdec-50.seed2"):
+        assert (results / "models" / run_name / "model.pt").stat().st_size > 0, run_name
+    assert json.loads((results / "config/rnnsearch-50.seed2.json").read_text())["seed"] == 2
+    rows = {r["System"]: r for r in csv.DictReader((results / "tables/bahdanau2014_table1.csv").open(encoding="utf-8"))}
+    search = rows["RNNsearch-50"]
+    per_seed = [float(search[f"BLEU All (seed {s})"]) for s in (1, 2)]
+    mean, sd = statistics.mean(per_seed), statistics.stdev(per_seed)
+    assert search["Seeds"] == "2" and float(search["BLEU All"]) == pytest.approx(mean, abs=0.006)
+    md_row = next(line for line in (results / "tables/bahdanau2014_table1.md").read_text().splitlines() if line.startswith("| RNNsearch-50 |"))
+    md_mean, md_sd = (float(x) for x in md_row.split(" | ")[1].split(" ± "))  # BLEU All, from the CSV's rounded seeds
+    assert md_mean == pytest.approx(mean, abs=0.006) and md_sd == pytest.approx(sd, abs=0.011)
+    claim = next(csv.DictReader((results / "tables/claims.csv").open(encoding="utf-8")))
+    assert claim["seeds"] == "2/2"
+    low, high = (float(x) for x in claim["95% interval"].strip("[]").split(", "))
+    sentence_low, sentence_high = (float(x) for x in claim["sentence-only 95%"].strip("[]").split(", "))
+    assert high - low >= sentence_high - sentence_low - 0.011  # both rounded to 2 decimals
+    again = snakemake(*args, "-n")
+    assert "Nothing to be done" in again.stdout + again.stderr

@@ -140,3 +140,43 @@ def test_rule_files_name_paths_and_functions_and_compute_nothing():
         code = "\n".join(line.split("#", 1)[0] for line in smk.read_text().splitlines())
         assert "lambda" not in code, smk.name
         assert not re.search(r"""["']results/""", code), smk.name
+
+
+def test_one_seed_keeps_every_name_and_path(demo):
+    assert list(demo.runs) == demo.systems and not demo.multi_seed  # default seeds: [seed]
+    assert Reports(demo).table_spec("bahdanau2014_table1")["rows"][0].keys() == {"label", "system", "published", "file"}
+
+
+def test_each_seed_is_a_run_with_its_own_model_settings_and_scores():
+    plan = plan_at("demo", seeds=[1, 2])
+    assert plan.runs_of("rnnsearch-50") == ["rnnsearch-50", "rnnsearch-50.seed2"] and plan.multi_seed
+    inputs, reports = RuleInputs(plan), Reports(plan)
+    second = SimpleNamespace(system="rnnsearch-50.seed2")
+    assert inputs.train(second)["system"] == "results/config/rnnsearch-50.seed2.json"
+    first, other = (reports.settings(SimpleNamespace(name=n)) for n in ("rnnsearch-50", "rnnsearch-50.seed2"))
+    assert first["seed"] == 1 and other["seed"] == 2 and {**other, "seed": 1} == first
+    translate = inputs.translate(SimpleNamespace(system="rnnsearch-50.seed2", split="test", subset="all"))
+    assert translate["models"] == ["results/models/rnnsearch-50.seed2/model.pt"] and translate["decode"].endswith("decode/rnnsearch-50.json")
+    row = reports.table_spec("bahdanau2014_table1")["rows"][3]
+    assert row["system"] == "rnnsearch-50" and [s["seed"] for s in row["seeds"]] == [1, 2]
+    assert row["seeds"][1]["file"] == "results/scores/rnnsearch-50.seed2.json"
+    claim = reports.claims_spec()["claims"][0]
+    assert [r["hyps"] for r in claim["runs_a"]] == ["results/translations/rnnsearch-50/test.all.txt",
+                                                    "results/translations/rnnsearch-50.seed2/test.all.txt"]  # fmt: skip
+    curves = reports.length_curve_flags(None, reports.length_curve_inputs(None))
+    assert sum(flag.startswith("--curve=RNNsearch-50=") for flag in curves) == 2  # one mean curve with a band
+
+
+def test_seeds_can_be_set_per_scale_and_per_system():
+    plan = plan_at("demo", scales={"demo": {"seeds": [3]}}, systems={"rnnsearch-50": {"seeds": [1, 4]}})
+    assert plan.runs_of("rnnencdec-50") == ["rnnencdec-50.seed3"]  # the reference seed 1 is not among the scale's
+    assert plan.runs_of("rnnsearch-50") == ["rnnsearch-50", "rnnsearch-50.seed4"]
+    assert RuleInputs(plan).train(SimpleNamespace(system="rnnencdec-50.seed3"))["system"] == "results/config/rnnencdec-50.seed3.json"
+    assert Reports(plan).heatmap_input(None) == ["results/alignments/rnnsearch-50.json"]
+
+
+def test_an_ensemble_decodes_its_members_runs_of_one_seed():
+    plan = plan_at("paper", seeds=[1, 2])
+    assert plan.runs_of("luong-ensemble") == ["luong-ensemble", "luong-ensemble.seed2"]
+    models = RuleInputs(plan).models("luong-ensemble.seed2")
+    assert len(models) == 8 and all(".seed2/model.pt" in m for m in models)

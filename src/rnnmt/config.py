@@ -265,8 +265,26 @@ def resolve_system(config: dict[str, Any], name: str) -> dict[str, Any]:
     return resolved
 
 
-def training_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
-    """The settings of one system at the active scale that training reads (what `rnnmt train` gets)."""
+def reference_seed(config: dict[str, Any], name: str) -> int:
+    """A system's reference seed: the one whose run keeps the system's plain name."""
+    return config["systems"][name].get("seed", config["seed"])
+
+
+def seeds(config: dict[str, Any], name: str) -> list[int]:
+    """The seeds a system trains with at the active scale: its own `seeds`, the scale's, the top-level, or its reference seed."""
+    for owner in (config["systems"][name], active_scale(config), config):
+        if "seeds" in owner:
+            return list(owner["seeds"])
+    return [reference_seed(config, name)]
+
+
+def run_name(config: dict[str, Any], name: str, seed: int) -> str:
+    """The name of a system's training run with `seed`: the system's own for its reference seed, else NAME.seedN."""
+    return name if seed == reference_seed(config, name) else f"{name}.seed{seed}"
+
+
+def training_settings(config: dict[str, Any], name: str, seed: int | None = None) -> dict[str, Any]:
+    """The settings of one system at the active scale that training reads (what `rnnmt train` gets); `seed`: a run's."""
     resolved = resolve_system(config, name)
     for key in RESOLVED_KEYS:
         resolved["train"].setdefault(key, TRAIN_DEFAULTS[key])
@@ -278,7 +296,7 @@ def training_settings(config: dict[str, Any], name: str) -> dict[str, Any]:
     if missing:
         raise UserError(f"config: system '{name}' at scale '{config['scale']}' has no value for {', '.join(missing)}.")
     # Only what training reads: a new label, description or beam must not retrain the system.
-    return {"name": name, "pair": system_pair(config, name), "seed": config["systems"][name].get("seed", config["seed"]),
+    return {"name": name, "pair": system_pair(config, name), "seed": reference_seed(config, name) if seed is None else seed,
             "model": resolved["model"], "train": resolved["train"]}  # fmt: skip
 
 
@@ -292,7 +310,7 @@ def show_system(config: dict[str, Any], name: str) -> dict[str, Any]:
     training, settings = training_settings(config, name), resolve_system(config, name)
     decode = DecodeSettings.from_dict(settings["decode"], f"systems.{name}.decode")
     return {"system": name, "scale": config["scale"], "runs at this scale": name in active_systems(config),
-            "recipe": config["systems"][name]["recipe"], "pair": training["pair"], "seed": training["seed"],
+            "recipe": config["systems"][name]["recipe"], "pair": training["pair"], "seed": training["seed"], "seeds": seeds(config, name),
             "model": model_settings(training["model"]), "train": {**TRAIN_DEFAULTS, **training["train"]},
             "decode": dataclasses.asdict(decode), "heldout": settings["heldout"], "nounk": settings["nounk"]}  # fmt: skip
 

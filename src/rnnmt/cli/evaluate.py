@@ -81,7 +81,8 @@ def run_coverage(a: argparse.Namespace) -> None:
 
 
 def args_plot_length(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--curve", type=key_value, action="append", required=True, metavar="LABEL=SCORES_JSON")
+    p.add_argument("--curve", type=key_value, action="append", required=True, metavar="LABEL=SCORES_JSON",
+                   help="repeatable; a label given several times (one file per seed) is drawn as their mean with a min-max band")
     p.add_argument("--field", choices=["length_curve", "length_groups"], default="length_curve",
                    help="Bahdanau's sliding window (Figure 2) or Luong's groups by reference length (Figure 6)")  # fmt: skip
     p.add_argument("--title", required=True)
@@ -93,7 +94,9 @@ def args_plot_length(p: argparse.ArgumentParser) -> None:
 def run_plot_length(a: argparse.Namespace) -> None:
     from rnnmt.evaluate.plots import plot_length_files
 
-    scores = {label: Path(path) for label, path in a.curve}
+    scores: dict[str, list[Path]] = {}
+    for label, path in a.curve:
+        scores.setdefault(label, []).append(Path(path))
     plot_length_files(scores, a.output, field=a.field, title=a.title, xlabel=a.xlabel, banner=a.banner)
 
 

@@ -36,8 +36,23 @@ def _save_png(fig: Figure, out_png: str | os.PathLike) -> None:
         fig.savefig(tmp, format="png", dpi=150, bbox_inches="tight")
 
 
+def _bleu(points: list[dict]) -> np.ndarray:
+    return np.array([math.nan if p["bleu"] is None else p["bleu"] for p in points], dtype=float)
+
+
+def seed_curve(system: str, seeds: list[list[dict]]) -> tuple[list, list[float], tuple[np.ndarray, np.ndarray] | None]:
+    """(x, BLEU) of one system's curve: a single seed's as is, several seeds' mean with their (min, max) band."""
+    xs = [p["x"] for p in seeds[0]]
+    if any([p["x"] for p in points] != xs for points in seeds):
+        raise UserError(f"The curves of {system!r} have different x values; score every seed with the same settings.")
+    ys = np.array([_bleu(points) for points in seeds])
+    if len(seeds) == 1:
+        return xs, list(ys[0]), None
+    return xs, list(ys.mean(axis=0)), (ys.min(axis=0), ys.max(axis=0))
+
+
 def plot_length_curves(
-    curves: dict[str, list[dict]],
+    curves: dict[str, list[list[dict]]],
     out_png: str | os.PathLike,
     *,
     title: str,
@@ -45,12 +60,18 @@ def plot_length_curves(
     banner: str | None = None,
     markevery: int = 10,
 ) -> None:
-    """One BLEU-vs-length line per system from length_curve() or length_groups() points; points with
-    "bleu": None are gaps."""
+    """One BLEU-vs-length line per system from length_curve() or length_groups() points, one list of points per
+    seed: the mean line, and the seeds' min–max as a band when there are several; "bleu": None is a gap."""
     if not curves:
         raise UserError("A length plot needs at least one system's curve.")
-    lines = {system: ([p["x"] for p in points], [math.nan if p["bleu"] is None else p["bleu"] for p in points]) for system, points in curves.items()}
-    _line_plot(lines, out_png, title=title, xlabel=xlabel, ylabel="BLEU score", banner=banner, markevery=markevery, from_zero=True)
+    lines, bands = {}, {}
+    for system, seeds in curves.items():
+        xs, mean, band = seed_curve(system, seeds)
+        lines[system] = (xs, mean)
+        if band is not None:
+            bands[system] = band
+    _line_plot(lines, out_png, title=title, xlabel=xlabel, ylabel="BLEU score", banner=banner, markevery=markevery, from_zero=True,
+               bands=bands)  # fmt: skip
 
 
 def plot_learning_curves(
@@ -64,13 +85,17 @@ def plot_learning_curves(
 
 
 def _line_plot(
-    lines: dict[str, tuple[list, list]], out_png, *, title: str, xlabel: str, ylabel: str, banner: str | None, markevery: int, from_zero: bool
-) -> None:
+    lines: dict[str, tuple[list, list]], out_png, *, title: str, xlabel: str, ylabel: str, banner: str | None, markevery: int, from_zero: bool,
+    bands: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+) -> None:  # fmt: skip
+    """Lines in distinct styles; a line with a band (min, max per x) is a mean over seeds, drawn over its band."""
     fig = Figure(figsize=(6.4, 4.8))
     ax = fig.add_subplot()
     for k, (system, (xs, ys)) in enumerate(lines.items()):
-        ax.plot(xs, ys, label=_literal(system), linestyle=LINE_STYLES[k % len(LINE_STYLES)],
-                marker=MARKERS[k % len(MARKERS)], markevery=markevery, markersize=4)  # fmt: skip
+        (line,) = ax.plot(xs, ys, label=_literal(system), linestyle=LINE_STYLES[k % len(LINE_STYLES)],
+                          marker=MARKERS[k % len(MARKERS)], markevery=markevery, markersize=4)  # fmt: skip
+        if bands and system in bands:
+            ax.fill_between(xs, *bands[system], color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel(_literal(xlabel))
     ax.set_ylabel(_literal(ylabel))
     if from_zero:
@@ -135,9 +160,10 @@ def plot_alignments(panels: list[dict], out_png: str | os.PathLike, *, title: st
 # --- from the files the workflow writes -----------------------------------------------------------
 
 
-def plot_length_files(scores: dict[str, Path], out_png: str | os.PathLike, *, field: str, title: str, xlabel: str, banner: str | None) -> None:
-    """`rnnmt plot-length`: the `field` curve (length_curve or length_groups) of each label's scores JSON."""
-    curves = {label: read_json(path)[field] for label, path in scores.items()}
+def plot_length_files(scores: dict[str, list[Path]], out_png: str | os.PathLike, *, field: str, title: str, xlabel: str, banner: str | None) -> None:
+    """`rnnmt plot-length`: the `field` curve (length_curve or length_groups) of each label's scores JSON files
+    (one per seed: their mean, with a band)."""
+    curves = {label: [read_json(path)[field] for path in paths] for label, paths in scores.items()}
     # The sliding window has a point per length: a marker on each would hide the line.
     plot_length_curves(curves, out_png, title=title, xlabel=xlabel, banner=banner, markevery=10 if field == "length_curve" else 1)
 

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from rnnmt.evaluate.bleu import rejoin_hyphens
-from rnnmt.evaluate.significance import paired_bootstrap
-from rnnmt.evaluate.tables import DEMO_BANNER, TableKind, attention_check, build_claims_table, build_coverage_table, table_kind, write_table
+from rnnmt.evaluate.significance import paired_bootstrap, seeded_bootstrap
+from rnnmt.evaluate.tables import (
+    DEMO_BANNER,
+    TableKind,
+    attention_check,
+    build_claims_table,
+    build_coverage_table,
+    over_seeds,
+    table_kind,
+    write_table,
+)
 from rnnmt.fileio import read_json, read_lines
 from rnnmt.runtime import log
 
@@ -24,29 +34,50 @@ def _row(spec_row: dict[str, Any], kind: TableKind) -> dict[str, Any]:
 
 def table_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
     """spec: {kind: one of tables.TABLE_KINDS, title, demo, rows: [{label, system?, file?, unk_file?, meta?,
-    published?}], check?, unk_column?}."""
+    published?, seeds?: [{seed, file?, unk_file?, meta?}]}], check?, unk_column?}. A row with `seeds` shows
+    the mean over them (tables.over_seeds)."""
     kind = table_kind(spec["kind"])
     rows = spec["rows"]
     options = {name: spec[name] for name in kind.options if name in spec}
     df = kind.build([_row(r, kind) for r in rows], demo=spec["demo"], **options)
+    if any("seeds" in r for r in rows):
+        per_seed = [[(s["seed"], kind.build([_row({**r, **s}, kind)], demo=spec["demo"], **options).iloc[0]) for s in r["seeds"]]
+                    if "seeds" in r else None for r in rows]  # fmt: skip
+        df = over_seeds(df, per_seed)
     if spec.get("check"):
-        scores = {r["system"]: _load(r["file"]) for r in rows if r.get("file")}
-        passed, text = attention_check(scores, search=spec["check"]["search"], encdec=spec["check"]["encdec"])
-        df.attrs.setdefault("notes", []).append("```\n" + text + "\n```")
-        print(text)
+        for text in _attention_checks(rows, spec["check"]):
+            df.attrs.setdefault("notes", []).append("```\n" + text + "\n```")
+            print(text)
     write_table(df, csv_path, md_path, title=spec["title"], banner=DEMO_BANNER if spec["demo"] else None)
     print(md_path.read_text(encoding="utf-8"))
 
 
+def _attention_checks(rows: list[dict[str, Any]], check: dict[str, str]) -> list[str]:
+    """The demo's attention check on the rows' score files: once, or once per seed both systems have."""
+    runs = {r["system"]: {s["seed"]: s["file"] for s in r.get("seeds", [])} or {None: r["file"]} for r in rows if r.get("file")}
+    search, encdec = runs.get(check["search"], {}), runs.get(check["encdec"], {})
+    texts = []
+    for seed in [s for s in search if s in encdec] or [None]:
+        scores = {name: _load(files[seed]) for name, files in ((check["search"], search), (check["encdec"], encdec)) if seed in files}
+        _, text = attention_check(scores, search=check["search"], encdec=check["encdec"])
+        texts.append(text if seed is None else f"Seed {seed}\n{text}")
+    return texts
+
+
 def claims_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
-    """spec: {title, demo, samples, seed, claims: [{paper, claim, a, b, hyps_a, hyps_b, refs, rejoin, published?}]}."""
+    """spec: {title, demo, samples, seed, claims: [{paper, claim, a, b, runs_a: [{seed, hyps}], runs_b, refs, rejoin,
+    published?}]}. One seed a side: the paired bootstrap of the test sentences; more: the two-level bootstrap."""
     rows = []
     for c in spec["claims"]:
         prepare = rejoin_hyphens if c["rejoin"] else list
-        hyps_a, hyps_b, refs = (prepare(read_lines(c[key])) for key in ("hyps_a", "hyps_b", "refs"))
-        d = paired_bootstrap(hyps_a, hyps_b, refs, spec["samples"], spec["seed"])
+        refs = prepare(read_lines(c["refs"]))
+        hyps_a, hyps_b = ([prepare(read_lines(run["hyps"])) for run in c[side]] for side in ("runs_a", "runs_b"))
+        if len(hyps_a) == len(hyps_b) == 1:
+            d = paired_bootstrap(hyps_a[0], hyps_b[0], refs, spec["samples"], spec["seed"])
+        else:
+            d = seeded_bootstrap(hyps_a, hyps_b, refs, spec["samples"], spec["seed"])
         log(f"{c['a']} vs {c['b']}: delta {d.delta:+.2f} BLEU, 95% [{d.low:+.2f}, {d.high:+.2f}]")
-        rows.append({**c, "delta": d.delta, "low": d.low, "high": d.high, "p_not_better": d.p_not_better, "samples": d.samples})
+        rows.append({**c, **dataclasses.asdict(d)})
     write_table(build_claims_table(rows), csv_path, md_path, title=spec["title"], banner=DEMO_BANNER if spec["demo"] else None)
     print(md_path.read_text(encoding="utf-8"))
 

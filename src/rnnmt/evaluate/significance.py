@@ -61,3 +61,53 @@ def paired_bootstrap(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequenc
     low, high = np.percentile(d, [2.5, 97.5])
     full = bleu_from_statistics(a.sum(axis=0)) - bleu_from_statistics(b.sum(axis=0))
     return Difference(full, float(low), float(high), float(np.mean(d <= 0)), samples)
+
+
+@dataclass(frozen=True)
+class SeededDifference:
+    """The difference of mean BLEU over seeds, mean(A) − mean(B), with three 95% intervals: seeds and sentences
+    resampled together (the claim's interval), seeds only (the full test set), sentences only (every seed)."""
+
+    delta: float
+    low: float
+    high: float
+    p_not_better: float
+    seed_low: float
+    seed_high: float
+    sentence_low: float
+    sentence_high: float
+    samples: int
+    seeds_a: int
+    seeds_b: int
+
+
+def _interval(values: list[float]) -> tuple[float, float]:
+    low, high = np.percentile(np.asarray(values), [2.5, 97.5])
+    return float(low), float(high)
+
+
+def seeded_bootstrap(
+    hyps_a: Sequence[Sequence[str]], hyps_b: Sequence[Sequence[str]], refs: Sequence[str], samples: int = 1000, seed: int = 12345
+) -> SeededDifference:
+    """A two-level bootstrap over systems trained with several seeds (Clark et al. 2011, "Better hypothesis testing
+    for statistical machine translation: controlling for optimizer instability"): each resample draws every
+    system's seeds with replacement, then the test sentences (the same for both systems), and takes each
+    system's mean BLEU over its drawn seeds. `hyps_a`/`hyps_b`: one list of translations per seed."""
+    a = [sentence_statistics(h, refs) for h in hyps_a]
+    b = [sentence_statistics(h, refs) for h in hyps_b]
+    full_a = np.array([bleu_from_statistics(s.sum(axis=0)) for s in a])
+    full_b = np.array([bleu_from_statistics(s.sum(axis=0)) for s in b])
+    rng = np.random.default_rng(seed)
+    combined, seeds_only, sentences_only = [], [], []
+    for _ in range(samples):
+        idx = rng.integers(0, len(refs), size=len(refs))
+        bleu_a = np.array([bleu_from_statistics(s[idx].sum(axis=0)) for s in a])
+        bleu_b = np.array([bleu_from_statistics(s[idx].sum(axis=0)) for s in b])
+        draw_a, draw_b = rng.integers(0, len(a), size=len(a)), rng.integers(0, len(b), size=len(b))
+        combined.append(bleu_a[draw_a].mean() - bleu_b[draw_b].mean())
+        seeds_only.append(full_a[draw_a].mean() - full_b[draw_b].mean())
+        sentences_only.append(bleu_a.mean() - bleu_b.mean())
+    return SeededDifference(
+        float(full_a.mean() - full_b.mean()), *_interval(combined), float(np.mean(np.asarray(combined) <= 0)),
+        *_interval(seeds_only), *_interval(sentences_only), samples, len(a), len(b),
+    )  # fmt: skip

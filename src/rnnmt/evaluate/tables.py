@@ -242,6 +242,43 @@ TABLES = {
 TABLE_KINDS = tuple(TABLES)
 
 
+SEEDS_NOTE = (
+    "With several seeds a reproduced number is the mean over the seeds ± the sample standard deviation (n = Seeds); "
+    "the CSV has each seed's number. Published numbers and deltas are of the mean."
+)
+
+
+def reproduced_columns(df: pd.DataFrame) -> list[str]:
+    """The numeric columns this run measured: not the published numbers, not the deltas."""
+    return [c for c in df.columns if is_numeric_dtype(df[c]) and not str(c).startswith(("published", "delta"))]
+
+
+def over_seeds(df: pd.DataFrame, per_seed: Sequence[Sequence[tuple[int, pd.Series]] | None]) -> pd.DataFrame:
+    """`df` with each row that has per-seed rows [(seed, row)] replaced by their mean; the sample standard
+    deviation goes to `attrs["spread"]` for the Markdown, each seed's numbers to CSV-only columns, n to "Seeds"."""
+    out = df.copy()
+    out.attrs = {**df.attrs, "spread": {}, "csv_only": []}
+    numeric = [c for c in df.columns if is_numeric_dtype(df[c])]
+    out = out.astype({c: "Float64" for c in numeric if str(df[c].dtype) == "Int64"})  # a mean of counts need not be whole
+    out["Seeds"] = pd.array([len(rows) if rows else 1 for rows in per_seed], dtype="Int64")
+    for i, rows in enumerate(per_seed):
+        if not rows:
+            continue
+        for c in numeric:
+            values = pd.Series([row[c] for _, row in rows], dtype=float)
+            out.at[i, c] = values.mean()
+            if c in reproduced_columns(df):
+                out.attrs["spread"][(i, c)] = values.std(ddof=1) if len(values) > 1 else math.nan
+                for seed, row in rows:
+                    column = f"{c} (seed {seed})"
+                    if column not in out.columns:
+                        out[column] = pd.array([pd.NA] * len(out), dtype="Float64")
+                        out.attrs["csv_only"].append(column)
+                    out.at[i, column] = row[c]
+    out.attrs["notes"] = [*df.attrs.get("notes", []), SEEDS_NOTE]
+    return out
+
+
 def table_kind(kind: str) -> TableKind:
     if kind not in TABLES:
         raise UserError(f"Table kind {kind!r} is unknown; expected one of {', '.join(TABLE_KINDS)}.")
@@ -260,17 +297,36 @@ def verdict(low: float, high: float) -> str:
     return "holds" if low > 0 else "reversed" if high < 0 else "not significant"
 
 
+SEEDED_CLAIMS_NOTE = (
+    "With several seeds (n A/n B), Δ is the difference of mean BLEU over seeds and the interval comes from a two-level "
+    "bootstrap (Clark et al. 2011, \"Better hypothesis testing for statistical machine translation: controlling for "
+    "optimizer instability\"): each resample draws every system's seeds with replacement, then the test sentences. "
+    "The seed-only interval resamples seeds on the full test set, the sentence-only one sentences with every seed; "
+    "the wider of the two is the larger source of variation."
+)
+
+
+def _claim_record(r: dict) -> dict:
+    record = {"paper": r["paper"], "claim": r["claim"], "A": r["a"], "B": r["b"], "delta published": r.get("published"),
+              "delta reproduced": r["delta"], "95% interval": f"[{r['low']:+.2f}, {r['high']:+.2f}]",
+              "P(A ≤ B)": r["p_not_better"], "verdict": verdict(r["low"], r["high"])}  # fmt: skip
+    if "seed_low" in r:
+        seeds, sentences = r["seed_high"] - r["seed_low"], r["sentence_high"] - r["sentence_low"]
+        record |= {"seeds": f"{r['seeds_a']}/{r['seeds_b']}", "seed-only 95%": f"[{r['seed_low']:+.2f}, {r['seed_high']:+.2f}]",
+                   "sentence-only 95%": f"[{r['sentence_low']:+.2f}, {r['sentence_high']:+.2f}]",
+                   "larger source": "seeds" if seeds > sentences else "sentences"}  # fmt: skip
+    return record
+
+
 def build_claims_table(rows: list[dict]) -> pd.DataFrame:
-    """rows: {paper, claim, a, b, published (Δ or None), delta, low, high, p_not_better, samples}."""
-    records = [
-        {"paper": r["paper"], "claim": r["claim"], "A": r["a"], "B": r["b"], "delta published": r.get("published"),
-         "delta reproduced": r["delta"], "95% interval": f"[{r['low']:+.2f}, {r['high']:+.2f}]",
-         "P(A ≤ B)": r["p_not_better"], "verdict": verdict(r["low"], r["high"])}
-        for r in rows
-    ]  # fmt: skip
-    df = _frame(records, ["paper", "claim", "A", "B", "95% interval", "verdict"])
+    """rows: {paper, claim, a, b, published (Δ or None), delta, low, high, p_not_better, samples}, and with several
+    seeds {seed_low, seed_high, sentence_low, sentence_high, seeds_a, seeds_b}."""
+    text = ["paper", "claim", "A", "B", "95% interval", "verdict", "seeds", "seed-only 95%", "sentence-only 95%", "larger source"]
+    records = [_claim_record(r) for r in rows]
+    df = _frame(records, [c for c in text if any(c in record for record in records)])
     samples = {r["samples"] for r in rows}
-    df.attrs["notes"] = [CLAIMS_NOTE + (f" {samples.pop()} resamples." if len(samples) == 1 else "")]
+    seeded = [SEEDED_CLAIMS_NOTE] if any("seed_low" in r for r in rows) else []
+    df.attrs["notes"] = [CLAIMS_NOTE + (f" {samples.pop()} resamples." if len(samples) == 1 else ""), *seeded]
     return df
 
 
@@ -285,22 +341,26 @@ def _is_missing(value) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
-def _cell(value, signed: bool) -> str:
+def _cell(value, signed: bool, spread: float | None = None) -> str:
     if _is_missing(value):
         return "—"
     if isinstance(value, float):
-        return f"{value:+.2f}" if signed else f"{value:.2f}"
+        text = f"{value:+.2f}" if signed else f"{value:.2f}"
+        return text if spread is None or _is_missing(spread) else f"{text} ± {spread:.2f}"
     return str(value).replace("|", "\\|")
 
 
 def markdown_table(df: pd.DataFrame) -> str:
-    """A pipe table: numbers right-aligned with 2 decimals, deltas signed, missing values as "—"."""
-    numeric = [is_numeric_dtype(df[c]) for c in df.columns]
-    header = "| " + " | ".join(str(c) for c in df.columns) + " |"
+    """A pipe table: numbers right-aligned with 2 decimals, deltas signed, missing values as "—", a mean over
+    seeds with its standard deviation (`attrs["spread"]`); CSV-only columns (`attrs["csv_only"]`) left out."""
+    columns = [c for c in df.columns if c not in df.attrs.get("csv_only", [])]
+    spread = df.attrs.get("spread", {})
+    numeric = [is_numeric_dtype(df[c]) for c in columns]
+    header = "| " + " | ".join(str(c) for c in columns) + " |"
     rule = "|" + "|".join("---:" if num else ":---" for num in numeric) + "|"
     body = [
-        "| " + " | ".join(_cell(v, str(c).startswith("delta")) for c, v in zip(df.columns, row)) + " |"
-        for row in df.itertuples(index=False)
+        "| " + " | ".join(_cell(df.at[i, c], str(c).startswith("delta"), spread.get((i, c))) for c in columns) + " |"
+        for i in df.index
     ]
     return "\n".join([header, rule, *body])
 

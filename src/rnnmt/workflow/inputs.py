@@ -176,13 +176,13 @@ class RuleInputs:
         return {"src": paths.tok(pair, wildcards.split, wildcards.src), "ref": paths.tok(pair, wildcards.split, wildcards.tgt),
                 **self.vocab_files(pair)}  # fmt: skip
 
-    def models(self, system: str) -> list[str]:
-        """The model file(s) a system translates with: its own, or its ensemble members'."""
-        return [paths.model(m) for m in self.plan.members(system)]
+    def models(self, run: str) -> list[str]:
+        """The model file(s) a run translates with: its own, or its ensemble members' of its seed."""
+        return [paths.model(m) for m in self.plan.members(run)]
 
     def translate(self, wildcards: Any) -> dict[str, Any]:
         pair = self.plan.pair_of(wildcards.system)
-        inputs = {"models": self.models(wildcards.system), "decode": paths.settings(f"decode/{wildcards.system}"),
+        inputs = {"models": self.models(wildcards.system), "decode": paths.settings(f"decode/{self.plan.system_of(wildcards.system)}"),
                   "src": paths.tok(pair, wildcards.split, self.plan.langs(pair)[0])}  # fmt: skip
         if wildcards.subset == "nounk":
             inputs["ids"] = paths.nounk_ids(pair, wildcards.split)
@@ -228,7 +228,7 @@ class RuleInputs:
 
     def alignments(self, wildcards: Any) -> dict[str, str]:
         pair = self.plan.pair_of(wildcards.system)
-        return {"model": paths.model(wildcards.system), "decode": paths.settings(f"decode/{wildcards.system}"),
+        return {"model": paths.model(wildcards.system), "decode": paths.settings(f"decode/{self.plan.system_of(wildcards.system)}"),
                 "src": paths.tok(pair, "test", self.plan.langs(pair)[0]), "ids": paths.nounk_ids(pair, "test")}  # fmt: skip
 
     def alignment_flags(self, wildcards: Any) -> str:

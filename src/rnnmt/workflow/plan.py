@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +68,16 @@ def resolve_data(config: dict[str, Any]) -> tuple[dict, dict, dict]:
     return table, splits, corpora
 
 
+@dataclass(frozen=True)
+class Run:
+    """One trained model (a system with one seed), or one ensemble decoding its members' runs of that seed."""
+
+    system: str
+    seed: int
+
+
 class Plan:
-    """The active scale's systems, pairs, corpora and test splits, resolved from a validated config."""
+    """The active scale's systems, their runs (one per seed), pairs, corpora and test splits, from a validated config."""
 
     def __init__(self, config: dict[str, Any]):
         self.config = config
@@ -76,6 +85,8 @@ class Plan:
         self.sources, self.split_corpora, self.corpora = resolve_data(config)
         self.systems = cfg.active_systems(config)
         self.ensembles = cfg.active_ensembles(config)
+        self.runs = {cfg.run_name(config, s, seed): Run(s, seed) for s in self.systems for seed in cfg.seeds(config, s)}
+        self.runs |= {self._ensemble_run(e, seed): Run(e, seed) for e in self.ensembles for seed in self._ensemble_seeds(e)}
         self.pairs = sorted({cfg.system_pair(config, s) for s in self.systems})
         self.demo = self.scale["data"]["source"] == "synthetic"
         self.bpe = self.scale["vocab"]["kind"] == "bpe"
@@ -94,27 +105,55 @@ class Plan:
         """Everything that translates: the active systems, then the active ensembles."""
         return self.systems + self.ensembles
 
+    def _ensemble_seeds(self, ensemble: str) -> list[int]:
+        """The seeds every member trains with, in the first member's order."""
+        members = self.config["ensembles"][ensemble]["members"]
+        return [s for s in cfg.seeds(self.config, members[0]) if all(s in cfg.seeds(self.config, m) for m in members)]
+
+    def _ensemble_run(self, ensemble: str, seed: int) -> str:
+        """An ensemble's run of `seed`: its plain name with its first member's reference seed, else NAME.seedN."""
+        first = self.config["ensembles"][ensemble]["members"][0]
+        return ensemble if seed == cfg.reference_seed(self.config, first) else f"{ensemble}.seed{seed}"
+
+    def runs_of(self, name: str) -> list[str]:
+        """The runs of a system or an ensemble at the active scale, one per seed."""
+        return [run for run, r in self.runs.items() if r.system == name]
+
+    def system_of(self, name: str) -> str:
+        """The system (or ensemble) of a run; a system's own name is its reference run."""
+        return self.runs[name].system if name in self.runs else name
+
+    @property
+    def multi_seed(self) -> bool:
+        """Whether some system trains with more than one seed."""
+        return len(self.runs) > len(self.systems) + len(self.ensembles)
+
     def langs(self, pair: str) -> tuple[str, str]:
         """(source, target) language codes of a pair."""
         p = self.config["pairs"][pair]
         return p["src"], p["tgt"]
 
-    def pair_of(self, system: str) -> str:
-        """The pair a system or ensemble translates at the active scale."""
-        return cfg.system_pair(self.config, system)
+    def pair_of(self, name: str) -> str:
+        """The pair a system, ensemble or run translates at the active scale."""
+        return cfg.system_pair(self.config, self.system_of(name))
 
-    def members(self, system: str) -> list[str]:
-        """The systems whose models a system translates with: itself, or an ensemble's members."""
-        return self.config["ensembles"][system]["members"] if system in self.ensembles else [system]
+    def members(self, run: str) -> list[str]:
+        """The runs whose models a run translates with: itself, or its ensemble's members' runs of its seed."""
+        if run in self.runs and self.runs[run].system in self.ensembles:
+            ensemble, seed = self.runs[run].system, self.runs[run].seed
+            return [cfg.run_name(self.config, m, seed) for m in self.config["ensembles"][ensemble]["members"]]
+        return [run]
 
-    def resolved(self, system: str) -> dict[str, Any]:
-        """A system's resolved settings at the active scale (an ensemble: its first member's)."""
-        return cfg.resolve_system(self.config, self.members(system)[0])
+    def resolved(self, name: str) -> dict[str, Any]:
+        """The resolved settings of a system, ensemble or run at the active scale (an ensemble: its first member's)."""
+        system = self.system_of(name)
+        return cfg.resolve_system(self.config, self.config["ensembles"][system]["members"][0] if system in self.ensembles else system)
 
-    def label(self, system: str, unk_replace: bool = False) -> str:
-        """A system's label, marked when its translations had their UNKs replaced."""
-        name = (self.config["ensembles"] if system in self.ensembles else self.config["systems"])[system]["label"]
-        return f"{name}, UNK replaced" if unk_replace else name
+    def label(self, name: str, unk_replace: bool = False) -> str:
+        """A system's label (a run's: its system's), marked when its translations had their UNKs replaced."""
+        system = self.system_of(name)
+        label = (self.config["ensembles"] if system in self.ensembles else self.config["systems"])[system]["label"]
+        return f"{label}, UNK replaced" if unk_replace else label
 
     def selection_method(self, pair: str) -> str:
         return cfg.selection_method(self.config, pair)
@@ -170,11 +209,11 @@ class Plan:
             "corpus": one_of(sorted({c for names in self.corpora.values() for c in names})),
             "archive": one_of(list(self.sources["archives"])),
             "file": one_of(list(self.archive_files)),
-            "system": one_of(self.decoded) if self.systems else "NONE",
+            "system": one_of(list(self.runs)) if self.systems else "NONE",
             "table": one_of(list(self.config["tables"])),
             "subset": "all|nounk",
             # [SPLIT/]SYSTEM[.unk]: no folder for the first test set.
-            "score": rf"(({one_of(self.named_test_splits)})/)?({one_of(self.decoded)})(\.unk)?",
+            "score": rf"(({one_of(self.named_test_splits)})/)?({one_of(list(self.runs))})(\.unk)?",
         }
 
     # --- what the tables and figures show ------------------------------------------------------------

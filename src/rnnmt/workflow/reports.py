@@ -21,10 +21,11 @@ class Reports:
     # --- settings files (paths.settings) ---------------------------------------------------------------
 
     def settings_names(self) -> list[str]:
-        """Every settings file this plan writes: SYSTEM, decode/SYSTEM, tables/TABLE, claims, coverage, provenance."""
+        """Every settings file this plan writes: RUN (training), decode/SYSTEM, tables/TABLE, claims, coverage, provenance."""
         plan = self.plan
-        return [*plan.systems, *(f"decode/{s}" for s in plan.decoded), *(f"tables/{t}" for t in plan.table_splits),
-                "claims", "coverage", "provenance"]  # fmt: skip
+        trained = [run for run, r in plan.runs.items() if r.system in plan.systems]
+        return [*trained, *(f"decode/{s}" for s in plan.decoded), *(f"tables/{t}" for t in plan.table_splits), "claims", "coverage",
+                "provenance"]  # fmt: skip
 
     def settings(self, wildcards: Any) -> dict[str, Any]:
         """The content of one settings file (the `settings` rule's params: a change reruns what reads it)."""
@@ -39,30 +40,40 @@ class Reports:
             return self.coverage_spec()
         if name == "provenance":
             return self.plan.config
-        return cfg.training_settings(self.plan.config, name)
+        run = self.plan.runs[name]
+        return cfg.training_settings(self.plan.config, run.system, run.seed)
 
     # --- tables -------------------------------------------------------------------------------------------
 
-    def row_files(self, table: str, row: dict[str, Any]) -> dict[str, str]:
-        """The files one table row reads, by table kind: score files on the table's test split, meta.json."""
-        spec, system = self.plan.config["tables"][table], row.get("system")
-        if system is None:
-            return {}
+    def _run_files(self, table: str, row: dict[str, Any], run: str) -> dict[str, str]:
+        """The files one run of a table row reads, by table kind: score files on the table's test split, meta.json."""
+        spec = self.plan.config["tables"][table]
         if spec["kind"] == "learning":
-            return {"file": paths.model(system, "meta.json")}
+            return {"file": paths.model(run, "meta.json")}
         split, unk = self.plan.table_splits[table], row.get("unk_replace", False)
-        files = {"file": paths.scores(score_name(system, unk, split))}
+        files = {"file": paths.scores(score_name(run, unk, split))}
         if spec["kind"] == "luong":
             if spec["unk_column"]:
-                files["unk_file"] = paths.scores(score_name(system, True, split))
+                files["unk_file"] = paths.scores(score_name(run, True, split))
             # meta.json's test perplexity is the held-out cost of the pair's first test set, so only its tables show it.
-            if system in self.plan.systems and not unk and split == "test":
-                files["meta"] = paths.model(system, "meta.json")
+            if row["system"] in self.plan.systems and not unk and split == "test":
+                files["meta"] = paths.model(run, "meta.json")
+        return files
+
+    def row_files(self, table: str, row: dict[str, Any]) -> dict[str, Any]:
+        """The files a table row reads: its first run's, and with several seeds each run's under `seeds`."""
+        if "system" not in row:
+            return {}
+        runs = self.plan.runs_of(row["system"])
+        files: dict[str, Any] = self._run_files(table, row, runs[0])
+        if len(runs) > 1:
+            files["seeds"] = [{"seed": self.plan.runs[run].seed, **self._run_files(table, row, run)} for run in runs]
         return files
 
     def table_inputs(self, wildcards: Any) -> list[str]:
         table = wildcards.table
-        return sorted({f for r in self.plan.table_rows(table) for f in self.row_files(table, r).values()})
+        return sorted({f for r in self.plan.table_rows(table) for run in self.plan.runs_of(r.get("system", ""))
+                       for f in self._run_files(table, r, run).values()})  # fmt: skip
 
     def table_spec(self, table: str) -> dict[str, Any]:
         """What `rnnmt table` builds: rows (with the files they read), published numbers, demo flag, check."""
@@ -79,9 +90,15 @@ class Reports:
         pair = self.plan.pair_of(split_score_name(claim["a"])[0])
         return paths.tok(pair, "test", self.plan.langs(pair)[1])
 
+    def _claim_runs(self, name: str) -> list[dict[str, Any]]:
+        """A claim side's translations, SYSTEM[.unk], one per seed: [{seed, hyps}]."""
+        system, unk = split_score_name(name)
+        return [{"seed": self.plan.runs[run].seed, "hyps": translation_of(score_name(run, unk))} for run in self.plan.runs_of(system)]
+
     def claims_inputs(self, wildcards: Any) -> list[str]:
         claims = self.plan.active_claims()
-        return sorted({translation_of(c[side]) for c in claims for side in ("a", "b")} | {self._claim_refs(c) for c in claims})
+        hyps = {run["hyps"] for c in claims for side in ("a", "b") for run in self._claim_runs(c[side])}
+        return sorted(hyps | {self._claim_refs(c) for c in claims})
 
     def claims_spec(self) -> dict[str, Any]:
         """Each active claim with its two translation files, reference and scoring flags, for `rnnmt claims`."""
@@ -90,7 +107,7 @@ class Reports:
             pair = self.plan.pair_of(split_score_name(c["a"])[0])
             names = {side: self.plan.label(*split_score_name(c[side])) for side in ("a", "b")}
             claims.append({"paper": c["paper"], "claim": c["claim"], "a": names["a"], "b": names["b"], "published": c["published"],
-                           "hyps_a": translation_of(c["a"]), "hyps_b": translation_of(c["b"]), "refs": self._claim_refs(c),
+                           "runs_a": self._claim_runs(c["a"]), "runs_b": self._claim_runs(c["b"]), "refs": self._claim_refs(c),
                            "rejoin": self.plan.config["pairs"][pair]["rejoin_hyphens"]})  # fmt: skip
         boot = self.plan.config["evaluation"]["bootstrap"]
         return {"title": CLAIMS_TITLE, "demo": self.plan.demo, "samples": boot["samples"], "seed": boot["seed"], "claims": claims}
@@ -106,39 +123,43 @@ class Reports:
     def banner(self) -> list[str]:
         return [f"--banner={DEMO_BANNER}"] if self.plan.demo else []
 
+    def _curves(self, rows: list[tuple[str, bool]]) -> list[tuple[str, str]]:
+        """(label, score file) of every run of each (system, unk_replace): a label given once per seed is one mean curve."""
+        return [(self.plan.label(s, unk), paths.scores(score_name(run, unk))) for s, unk in rows for run in self.plan.runs_of(s)]
+
     def length_curve_inputs(self, wildcards: Any) -> list[str]:
-        return [paths.scores(score_name(s)) for s in self.plan.length_curve_systems()]
+        return [f for _, f in self._curves([(s, False) for s in self.plan.length_curve_systems()])]
 
     def length_curve_flags(self, wildcards: Any, input: Any) -> list[str]:
-        """Figure 2: one curve per system of its table, binned as the score files were."""
+        """Figure 2: one curve per system of its table (mean and min–max band over seeds), binned as the score files were."""
         fig = self.plan.figure("bahdanau2014_fig2")
-        curves = [f"--curve={self.plan.label(s)}={f}" for s, f in zip(self.plan.length_curve_systems(), input)]
+        curves = [f"--curve={label}={f}" for label, f in self._curves([(s, False) for s in self.plan.length_curve_systems()])]
         return [*curves, f"--xlabel=Sentence length ({fig['length_by']} tokens, window {fig['window']})", *self.banner()]
 
     def length_group_inputs(self, wildcards: Any) -> list[str]:
-        return [paths.scores(score_name(s, unk)) for s, unk in self.plan.length_group_rows()]
+        return [f for _, f in self._curves(self.plan.length_group_rows())]
 
     def length_group_flags(self, wildcards: Any, input: Any) -> list[str]:
-        """Figure 6: one curve per row, BLEU of groups sorted by reference length."""
+        """Figure 6: one curve per row (mean and min–max band over seeds), BLEU of groups sorted by reference length."""
         fig = self.plan.figure("luong2015_fig6")
-        curves = [f"--curve={self.plan.label(s, unk)}={f}" for (s, unk), f in zip(self.plan.length_group_rows(), input)]
+        curves = [f"--curve={label}={f}" for label, f in self._curves(self.plan.length_group_rows())]
         return [*curves, f"--xlabel=Sentence length (longest reference in each group of {fig['group_size']})", *self.banner()]
 
     def learning_curve_inputs(self, wildcards: Any) -> list[str]:
-        return [paths.model(s, "meta.json") for s in self.plan.learning_curve_systems()]
+        return [paths.model(self.plan.runs_of(s)[0], "meta.json") for s in self.plan.learning_curve_systems()]
 
     def learning_curve_flags(self, wildcards: Any, input: Any) -> list[str]:
         curves = [f"--curve={self.plan.label(s)}={f}" for s, f in zip(self.plan.learning_curve_systems(), input)]
         return [*curves, f"--heldout={self.plan.figure('luong2015_fig5')['heldout']}", *self.banner()]
 
     def heatmap_input(self, wildcards: Any) -> list[str]:
-        return [paths.alignments(s) for s in self.plan.heatmap_systems()]
+        return [paths.alignments(self.plan.runs_of(s)[0]) for s in self.plan.heatmap_systems()]
 
     def heatmap_title(self, wildcards: Any) -> str:
         return f"Alignments found by {self.plan.label(self.plan.heatmap_systems()[0])}"
 
     def compared_alignment_inputs(self, wildcards: Any) -> list[str]:
-        return [paths.alignments(s) for s in self.plan.alignment_systems()]
+        return [paths.alignments(self.plan.runs_of(s)[0]) for s in self.plan.alignment_systems()]
 
     def compared_alignment_flags(self, wildcards: Any) -> list[str]:
         fig = self.plan.figure("luong2015_fig7")
