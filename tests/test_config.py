@@ -227,3 +227,11 @@ def test_a_scale_names_only_known_systems():
     c = cfg.deep_merge(raw_config(), {"scales": {"demo": {"systems": ["rnnsearch-50", "rnnsearch-5O"]}}})
     with pytest.raises(UserError, match="scales.demo.systems names rnnsearch-5O, which are not under 'systems'"):
         cfg.validate(c, SCHEMA)
+
+
+def test_seeds_given_on_the_snakemake_command_line_are_numbers():
+    """`snakemake --config 'seeds=[1,2,3]'` parses list items as strings (YAML BaseLoader)."""
+    c = cfg.validate(cfg.deep_merge(raw_config(), {"seeds": ["1", "2", "3"], "systems": {"rnnsearch-50": {"seeds": ["4"]}}}), SCHEMA)
+    assert cfg.seeds(c, "rnnencdec-50") == [1, 2, 3] and cfg.seeds(c, "rnnsearch-50") == [4]
+    with pytest.raises(UserError, match="seeds.0"):
+        cfg.validate(cfg.deep_merge(raw_config(), {"seeds": ["one"]}), SCHEMA)

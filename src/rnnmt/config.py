@@ -45,6 +45,7 @@ def _describe(error: jsonschema.ValidationError) -> str:
 def validate(config: dict[str, Any], schema_path: Path) -> dict[str, Any]:
     """Merge each scale's `base` in, check `config` against the schema, fill defaults in place, check cross-references."""
     schema = yaml.safe_load(Path(schema_path).read_text())
+    _seeds_as_numbers(config)
     inherit_scales(config)
     cls = _fill_defaults(jsonschema.validators.validator_for(schema))
     errors = sorted(cls(schema).iter_errors(config), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
@@ -53,6 +54,14 @@ def validate(config: dict[str, Any], schema_path: Path) -> dict[str, Any]:
     _check_references(config)
     check_claims(config)
     return config
+
+
+def _seeds_as_numbers(config: dict[str, Any]) -> None:
+    """Turn seeds written as digits into integers: `snakemake --config 'seeds=[1,2,3]'` passes list items as strings."""
+    owners = [config, *(v for key in ("scales", "systems") if isinstance(config.get(key), dict) for v in config[key].values())]
+    for owner in owners:
+        if isinstance(owner, dict) and isinstance(owner.get("seeds"), list):
+            owner["seeds"] = [int(s) if isinstance(s, str) and s.isdigit() else s for s in owner["seeds"]]
 
 
 def inherit_scales(config: dict[str, Any]) -> None:
