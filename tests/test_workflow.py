@@ -49,9 +49,10 @@ def test_a_yaml_syntax_error_in_config_yaml_names_file_and_line(tmp_path):
 
     shutil.copy(ROOT / "Snakefile", tmp_path)
     shutil.copytree(ROOT / "workflow", tmp_path / "workflow")
-    text = (ROOT / "config.yaml").read_text()
-    line = text.splitlines().index("seed: 1") + 1
-    (tmp_path / "config.yaml").write_text(text.replace("\nseed: 1\n", "\nseed: [1\n"))
+    lines = (ROOT / "config.yaml").read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if text.startswith("seed: 1"))
+    lines[line - 1] = "seed: [1"
+    (tmp_path / "config.yaml").write_text("\n".join(lines) + "\n")
     run = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--directory", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode != 0
     assert f"rnnmt: config file {tmp_path / 'config.yaml'} line {line + 1}, column" in run.stderr
@@ -71,7 +72,10 @@ def test_tiny_end_to_end_then_nothing_to_do(tmp_path):
         assert (results / name).stat().st_size > 0, name
     assert (results / "data/unkdict/en-fr.tsv").exists()  # empty: the tiny vocabularies keep every word
     assert "Synthetic demo data" in (results / "tables/bahdanau2014_table1.md").read_text()
-    assert "±" not in (results / "tables/bahdanau2014_table1.md").read_text()  # one seed: no spread, no Seeds column
+    # One seed: today's table, without a spread, a Seeds column or per-seed columns.
+    assert "±" not in (results / "tables/bahdanau2014_table1.md").read_text()
+    assert (results / "tables/bahdanau2014_table1.csv").read_text().splitlines()[0] == (
+        "System,BLEU All,BLEU No-UNK,sacreBLEU All (detok),sacreBLEU No-UNK (detok),published All,published No-UNK")
     table4 = (results / "tables/luong2015_table4.md").read_text()
     assert "local-m (dot)" in table4 and "BLEU +unk" in table4 and "global (general)" not in table4  # the demo's subset
     again = snakemake(*args, "-n")

@@ -258,8 +258,9 @@ def over_seeds(df: pd.DataFrame, per_seed: Sequence[Sequence[tuple[int, pd.Serie
     deviation goes to `attrs["spread"]` for the Markdown, each seed's numbers to CSV-only columns, n to "Seeds"."""
     out = df.copy()
     out.attrs = {**df.attrs, "spread": {}, "csv_only": []}
-    numeric = [c for c in df.columns if is_numeric_dtype(df[c])]
-    out = out.astype({c: "Float64" for c in numeric if str(df[c].dtype) == "Int64"})  # a mean of counts need not be whole
+    # The published numbers are the same for every seed; the rest are averaged, and a mean of counts need not be whole.
+    numeric = [c for c in df.columns if is_numeric_dtype(df[c]) and not str(c).startswith("published")]
+    out = out.astype({c: "Float64" for c in numeric if str(df[c].dtype) == "Int64"})
     out["Seeds"] = pd.array([len(rows) if rows else 1 for rows in per_seed], dtype="Int64")
     for i, rows in enumerate(per_seed):
         if not rows:
