@@ -230,8 +230,14 @@ def test_a_scale_names_only_known_systems():
 
 
 def test_seeds_given_on_the_snakemake_command_line_are_numbers():
-    """`snakemake --config 'seeds=[1,2,3]'` parses list items as strings (YAML BaseLoader)."""
-    c = cfg.validate(cfg.deep_merge(raw_config(), {"seeds": ["1", "2", "3"], "systems": {"rnnsearch-50": {"seeds": ["4"]}}}), SCHEMA)
+    """`snakemake --config 'seeds=[1,2,3]'` parses list items as strings (YAML BaseLoader); they are retyped as YAML would."""
+    given = {"seeds": ["1", "2", "3"], "systems": {"rnnsearch-50": {"seeds": ["4"]}}}
+    c = cfg.deep_merge(raw_config(), given)
+    cfg.type_command_line(c, given)
+    c = cfg.validate(c, SCHEMA)
     assert cfg.seeds(c, "rnnencdec-50") == [1, 2, 3] and cfg.seeds(c, "rnnsearch-50") == [4]
+    assert c["systems"]["rnnsearch-50"]["recipe"] == "bahdanau2014"  # a nested value retypes only what was given
+    bad = cfg.deep_merge(raw_config(), {"seeds": ["one"]})
+    cfg.type_command_line(bad, {"seeds": ["one"]})
     with pytest.raises(UserError, match="seeds.0"):
-        cfg.validate(cfg.deep_merge(raw_config(), {"seeds": ["one"]}), SCHEMA)
+        cfg.validate(bad, SCHEMA)

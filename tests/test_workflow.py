@@ -180,6 +180,13 @@ scales:
 """
 
 
+def test_seeds_from_the_command_line_plan_a_run_per_seed(tmp_path):
+    run = snakemake("-n", "--directory", str(tmp_path), "--config", "seeds=[1,2]")
+    assert run.returncode == 0, run.stderr
+    planned = _planned_outputs(run.stdout)
+    assert {"results/models/rnnsearch-50/model.pt", "results/models/rnnsearch-50.seed2/model.pt"} <= planned
+
+
 def test_a_new_scale_that_inherits_sample_plans_the_sample_run_with_its_change(tmp_path):
     assert len(MID_SCALE.splitlines()) <= 10
     override = tmp_path / "mid.yaml"

@@ -143,13 +143,13 @@ def test_rule_files_name_paths_and_functions_and_compute_nothing():
 
 
 def test_one_seed_keeps_every_name_and_path(demo):
-    assert list(demo.runs) == demo.systems and not demo.multi_seed  # default seeds: [seed]
+    assert list(demo.runs) == demo.systems  # default seeds: [seed]
     assert Reports(demo).table_spec("bahdanau2014_table1")["rows"][0].keys() == {"label", "system", "published", "file"}
 
 
 def test_each_seed_is_a_run_with_its_own_model_settings_and_scores():
     plan = plan_at("demo", seeds=[1, 2])
-    assert plan.runs_of("rnnsearch-50") == ["rnnsearch-50", "rnnsearch-50.seed2"] and plan.multi_seed
+    assert plan.runs_of("rnnsearch-50") == ["rnnsearch-50", "rnnsearch-50.seed2"]
     inputs, reports = RuleInputs(plan), Reports(plan)
     second = SimpleNamespace(system="rnnsearch-50.seed2")
     assert inputs.train(second)["system"] == "results/config/rnnsearch-50.seed2.json"
@@ -163,7 +163,7 @@ def test_each_seed_is_a_run_with_its_own_model_settings_and_scores():
     claim = reports.claims_spec()["claims"][0]
     assert [r["hyps"] for r in claim["runs_a"]] == ["results/translations/rnnsearch-50/test.all.txt",
                                                     "results/translations/rnnsearch-50.seed2/test.all.txt"]  # fmt: skip
-    curves = reports.length_curve_flags(None, reports.length_curve_inputs(None))
+    curves = reports.length_curve_flags(None)
     assert sum(flag.startswith("--curve=RNNsearch-50=") for flag in curves) == 2  # one mean curve with a band
 
 

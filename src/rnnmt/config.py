@@ -45,7 +45,6 @@ def _describe(error: jsonschema.ValidationError) -> str:
 def validate(config: dict[str, Any], schema_path: Path) -> dict[str, Any]:
     """Merge each scale's `base` in, check `config` against the schema, fill defaults in place, check cross-references."""
     schema = yaml.safe_load(Path(schema_path).read_text())
-    _seeds_as_numbers(config)
     inherit_scales(config)
     cls = _fill_defaults(jsonschema.validators.validator_for(schema))
     errors = sorted(cls(schema).iter_errors(config), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
@@ -56,12 +55,23 @@ def validate(config: dict[str, Any], schema_path: Path) -> dict[str, Any]:
     return config
 
 
-def _seeds_as_numbers(config: dict[str, Any]) -> None:
-    """Turn seeds written as digits into integers: `snakemake --config 'seeds=[1,2,3]'` passes list items as strings."""
-    owners = [config, *(v for key in ("scales", "systems") if isinstance(config.get(key), dict) for v in config[key].values())]
-    for owner in owners:
-        if isinstance(owner, dict) and isinstance(owner.get("seeds"), list):
-            owner["seeds"] = [int(s) if isinstance(s, str) and s.isdigit() else s for s in owner["seeds"]]
+def _yaml_typed(value: Any) -> Any:
+    """A value typed as YAML types it in config.yaml: "3" is 3, "[1,2]" items are 1 and 2, "null" is None."""
+    if isinstance(value, str):
+        return yaml.safe_load(value) if value.strip() else value
+    if isinstance(value, list):
+        return [_yaml_typed(v) for v in value]
+    return value
+
+
+def type_command_line(config: dict[str, Any], given: dict[str, Any]) -> None:
+    """Retype in `config` the values given with `snakemake --config`, which keeps every scalar a string
+    (`seeds=[1,2,3]` arrives as ['1', '2', '3']), as they would be typed in config.yaml."""
+    for key, value in given.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            type_command_line(config[key], value)
+        else:
+            config[key] = _yaml_typed(value)
 
 
 def inherit_scales(config: dict[str, Any]) -> None:
@@ -205,11 +215,14 @@ def pair_at_scale(config: dict[str, Any], pair: str) -> str:
     return active_scale(config).get("pair_map", {}).get(pair, pair)
 
 
+def representative(config: dict[str, Any], name: str) -> str:
+    """The system whose settings stand for `name`: itself, or an ensemble's first member."""
+    return config["ensembles"][name]["members"][0] if name in config.get("ensembles", {}) else name
+
+
 def declared_pair(config: dict[str, Any], name: str) -> str:
     """The pair a system or an ensemble names in config.yaml (before any scale's `pair_map`)."""
-    if name in config.get("ensembles", {}):
-        name = config["ensembles"][name]["members"][0]
-    return config["systems"][name]["pair"]
+    return config["systems"][representative(config, name)]["pair"]
 
 
 def system_pair(config: dict[str, Any], name: str) -> str:
@@ -275,8 +288,8 @@ def resolve_system(config: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def reference_seed(config: dict[str, Any], name: str) -> int:
-    """A system's reference seed: the one whose run keeps the system's plain name."""
-    return config["systems"][name].get("seed", config["seed"])
+    """A system's reference seed, the one whose run keeps the plain name (an ensemble's: its first member's)."""
+    return config["systems"][representative(config, name)].get("seed", config["seed"])
 
 
 def seeds(config: dict[str, Any], name: str) -> list[int]:
@@ -288,7 +301,7 @@ def seeds(config: dict[str, Any], name: str) -> list[int]:
 
 
 def run_name(config: dict[str, Any], name: str, seed: int) -> str:
-    """The name of a system's training run with `seed`: the system's own for its reference seed, else NAME.seedN."""
+    """The name of a system's (or an ensemble's) run with `seed`: its own for its reference seed, else NAME.seedN."""
     return name if seed == reference_seed(config, name) else f"{name}.seed{seed}"
 
 

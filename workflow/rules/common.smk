@@ -1,6 +1,7 @@
 # Helpers only: the plan of this run (rnnmt.workflow, tested without Snakemake) and the names rules use.
 import sys
 
+from rnnmt import config as rnnmt_config
 from rnnmt.errors import UserError
 from rnnmt.fileio import write_json
 from rnnmt.workflow import paths
@@ -9,6 +10,7 @@ from rnnmt.workflow.plan import Plan, one_of
 from rnnmt.workflow.reports import Reports
 
 try:
+    rnnmt_config.type_command_line(config, workflow.config_settings.config)
     PLAN = Plan.load(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
 except UserError as exc:
     # One line and a non-zero exit before any job runs, not a traceback.

@@ -256,11 +256,11 @@ def reproduced_columns(df: pd.DataFrame) -> list[str]:
 def over_seeds(df: pd.DataFrame, per_seed: Sequence[Sequence[tuple[int, pd.Series]] | None]) -> pd.DataFrame:
     """`df` with each row that has per-seed rows [(seed, row)] replaced by their mean; the sample standard
     deviation goes to `attrs["spread"]` for the Markdown, each seed's numbers to CSV-only columns, n to "Seeds"."""
-    out = df.copy()
-    out.attrs = {**df.attrs, "spread": {}, "csv_only": []}
     # The published numbers are the same for every seed; the rest are averaged, and a mean of counts need not be whole.
     numeric = [c for c in df.columns if is_numeric_dtype(df[c]) and not str(c).startswith("published")]
-    out = out.astype({c: "Float64" for c in numeric if str(df[c].dtype) == "Int64"})
+    reproduced = reproduced_columns(df)
+    out = df.astype({c: "Float64" for c in numeric if str(df[c].dtype) == "Int64"})
+    out.attrs = {**df.attrs, "spread": {}, "csv_only": [], "notes": [*df.attrs.get("notes", []), SEEDS_NOTE]}
     out["Seeds"] = pd.array([len(rows) if rows else 1 for rows in per_seed], dtype="Int64")
     for i, rows in enumerate(per_seed):
         if not rows:
@@ -268,7 +268,7 @@ def over_seeds(df: pd.DataFrame, per_seed: Sequence[Sequence[tuple[int, pd.Serie
         for c in numeric:
             values = pd.Series([row[c] for _, row in rows], dtype=float)
             out.at[i, c] = values.mean()
-            if c in reproduced_columns(df):
+            if c in reproduced:
                 out.attrs["spread"][(i, c)] = values.std(ddof=1) if len(values) > 1 else math.nan
                 for seed, row in rows:
                     column = f"{c} (seed {seed})"
@@ -276,7 +276,6 @@ def over_seeds(df: pd.DataFrame, per_seed: Sequence[Sequence[tuple[int, pd.Serie
                         out[column] = pd.array([pd.NA] * len(out), dtype="Float64")
                         out.attrs["csv_only"].append(column)
                     out.at[i, column] = row[c]
-    out.attrs["notes"] = [*df.attrs.get("notes", []), SEEDS_NOTE]
     return out
 
 

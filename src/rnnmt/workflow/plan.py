@@ -13,8 +13,6 @@ from rnnmt.errors import UserError
 from rnnmt.workflow import paths
 
 DEMO_BANNER = "Synthetic demo data: not comparable with the papers' numbers"
-# Which figure a config key makes (figures.<key>), in the order the final targets list them.
-FIGURES = ("bahdanau2014_fig2", "bahdanau2014_fig3", "luong2015_fig5", "luong2015_fig6", "luong2015_fig7")
 
 
 def split_score_name(name: str) -> tuple[str, bool]:
@@ -86,7 +84,7 @@ class Plan:
         self.systems = cfg.active_systems(config)
         self.ensembles = cfg.active_ensembles(config)
         self.runs = {cfg.run_name(config, s, seed): Run(s, seed) for s in self.systems for seed in cfg.seeds(config, s)}
-        self.runs |= {self._ensemble_run(e, seed): Run(e, seed) for e in self.ensembles for seed in self._ensemble_seeds(e)}
+        self.runs |= {cfg.run_name(config, e, seed): Run(e, seed) for e in self.ensembles for seed in self._ensemble_seeds(e)}
         self.pairs = sorted({cfg.system_pair(config, s) for s in self.systems})
         self.demo = self.scale["data"]["source"] == "synthetic"
         self.bpe = self.scale["vocab"]["kind"] == "bpe"
@@ -110,11 +108,6 @@ class Plan:
         members = self.config["ensembles"][ensemble]["members"]
         return [s for s in cfg.seeds(self.config, members[0]) if all(s in cfg.seeds(self.config, m) for m in members)]
 
-    def _ensemble_run(self, ensemble: str, seed: int) -> str:
-        """An ensemble's run of `seed`: its plain name with its first member's reference seed, else NAME.seedN."""
-        first = self.config["ensembles"][ensemble]["members"][0]
-        return ensemble if seed == cfg.reference_seed(self.config, first) else f"{ensemble}.seed{seed}"
-
     def runs_of(self, name: str) -> list[str]:
         """The runs of a system or an ensemble at the active scale, one per seed."""
         return [run for run, r in self.runs.items() if r.system == name]
@@ -122,11 +115,6 @@ class Plan:
     def system_of(self, name: str) -> str:
         """The system (or ensemble) of a run; a system's own name is its reference run."""
         return self.runs[name].system if name in self.runs else name
-
-    @property
-    def multi_seed(self) -> bool:
-        """Whether some system trains with more than one seed."""
-        return len(self.runs) > len(self.systems) + len(self.ensembles)
 
     def langs(self, pair: str) -> tuple[str, str]:
         """(source, target) language codes of a pair."""
@@ -146,8 +134,7 @@ class Plan:
 
     def resolved(self, name: str) -> dict[str, Any]:
         """The resolved settings of a system, ensemble or run at the active scale (an ensemble: its first member's)."""
-        system = self.system_of(name)
-        return cfg.resolve_system(self.config, self.config["ensembles"][system]["members"][0] if system in self.ensembles else system)
+        return cfg.resolve_system(self.config, cfg.representative(self.config, self.system_of(name)))
 
     def label(self, name: str, unk_replace: bool = False) -> str:
         """A system's label (a run's: its system's), marked when its translations had their UNKs replaced."""
@@ -254,11 +241,11 @@ class Plan:
         fig = self.figure("bahdanau2014_fig3")
         return [fig["system"]] if fig and fig["system"] in self.systems else []
 
-    def figure_systems(self, key: str) -> list:
-        """What a figure draws at the active scale (empty: the figure is not made)."""
-        return {"bahdanau2014_fig2": self.length_curve_systems, "bahdanau2014_fig3": self.heatmap_systems,
-                "luong2015_fig5": self.learning_curve_systems, "luong2015_fig6": self.length_group_rows,
-                "luong2015_fig7": self.alignment_systems}[key]()  # fmt: skip
+    def figure_systems(self) -> dict[str, list]:
+        """What each figure (figures.<key>) draws at the active scale, in the final targets' order; empty: not made."""
+        return {"bahdanau2014_fig2": self.length_curve_systems(), "bahdanau2014_fig3": self.heatmap_systems(),
+                "luong2015_fig5": self.learning_curve_systems(), "luong2015_fig6": self.length_group_rows(),
+                "luong2015_fig7": self.alignment_systems()}  # fmt: skip
 
     def active_claims(self) -> list[dict[str, Any]]:
         """The claims whose two systems run at the active scale."""
@@ -268,7 +255,7 @@ class Plan:
     def final_targets(self) -> list[str]:
         """What `snakemake` with no target makes: tables, figures, claims, coverage, corpus reports, provenance."""
         targets = [paths.table(t, ext) for t in self.config["tables"] if self.table_systems(t) for ext in ("csv", "md")]
-        targets += [paths.figure(key) for key in FIGURES if self.figure(key) and self.figure_systems(key)]
+        targets += [paths.figure(key) for key, drawn in self.figure_systems().items() if drawn]
         targets += [paths.table("claims", ext) for ext in ("csv", "md")] if self.active_claims() else []
         targets += [paths.table("coverage", ext) for ext in ("csv", "md")]
         return targets + [paths.raw_report(pair) for pair in self.scale["corpora"]] + [paths.provenance()]

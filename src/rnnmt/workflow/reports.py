@@ -130,7 +130,7 @@ class Reports:
     def length_curve_inputs(self, wildcards: Any) -> list[str]:
         return [f for _, f in self._curves([(s, False) for s in self.plan.length_curve_systems()])]
 
-    def length_curve_flags(self, wildcards: Any, input: Any) -> list[str]:
+    def length_curve_flags(self, wildcards: Any) -> list[str]:
         """Figure 2: one curve per system of its table (mean and min–max band over seeds), binned as the score files were."""
         fig = self.plan.figure("bahdanau2014_fig2")
         curves = [f"--curve={label}={f}" for label, f in self._curves([(s, False) for s in self.plan.length_curve_systems()])]
@@ -139,7 +139,7 @@ class Reports:
     def length_group_inputs(self, wildcards: Any) -> list[str]:
         return [f for _, f in self._curves(self.plan.length_group_rows())]
 
-    def length_group_flags(self, wildcards: Any, input: Any) -> list[str]:
+    def length_group_flags(self, wildcards: Any) -> list[str]:
         """Figure 6: one curve per row (mean and min–max band over seeds), BLEU of groups sorted by reference length."""
         fig = self.plan.figure("luong2015_fig6")
         curves = [f"--curve={label}={f}" for label, f in self._curves(self.plan.length_group_rows())]
