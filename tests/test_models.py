@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from rnnmt.models.attention import AdditiveAttention
+from rnnmt.models import attention
+from rnnmt.models.attention import AdditiveAttention, tanh_energies
 from rnnmt.models.build import build_model
 from rnnmt.models.encoders import Encoded
 from rnnmt.models.gru import GroundhogGRU
@@ -48,7 +49,8 @@ def test_gru_scan_carries_state_over_masked_steps():
     assert torch.allclose(bwd[0, :3], gru.scan(x[:, :3], mask[:, :3], reverse=True)[0])
 
 
-def test_additive_attention_hand_computed_and_masks_padding():
+@pytest.mark.parametrize("grad", [True, False], ids=["training", "beam-search"])
+def test_additive_attention_hand_computed_and_masks_padding(grad):
     att = AdditiveAttention(query_size=1, key_size=1, hidden=1)
     with torch.no_grad():
         att.W_a.weight.fill_(1.0)
@@ -57,11 +59,29 @@ def test_additive_attention_hand_computed_and_masks_padding():
     h = torch.tensor([[[0.1], [0.5], [9.0]]])  # third position is padding
     enc = Encoded(h, torch.tensor([[True, True, False]]), h[:, 0])
     s = torch.tensor([[0.2]])
-    c, alpha = att(s, att.prepare(enc), enc)
+    with torch.set_grad_enabled(grad):
+        c, alpha = att(s, att.prepare(enc), enc)
     e = [3 * math.tanh(0.2 + 2 * 0.1), 3 * math.tanh(0.2 + 2 * 0.5)]
     a = [math.exp(v) / sum(math.exp(w) for w in e) for v in e]
     assert alpha[0].tolist() == pytest.approx([a[0], a[1], 0.0], abs=1e-6)
     assert c.item() == pytest.approx(a[0] * 0.1 + a[1] * 0.5, abs=1e-6)
+
+
+# With a buffer of 512 floats: 4 chunks of 2, 2, 2, 1 sentences; 2 chunks of 4 and 3; one chunk (310 rows a
+# sentence: 16 sentences to keep rows aligned); one row.
+@pytest.mark.parametrize("sentences,k,length", [(7, 4, 8), (7, 2, 8), (5, 10, 31), (1, 1, 1)])
+def test_beam_search_energies_in_chunks_equal_the_training_expression(monkeypatch, sentences, k, length):
+    """Without autograd the energies go through a small buffer a few sentences at a time; the values are the
+    one-expression form's (rows per chunk kept a multiple of 32, so a BLAS rounds each row alike)."""
+    torch.manual_seed(0)
+    v = torch.nn.Linear(8, 1, bias=False)
+    keys, queries = torch.randn(sentences, length, 8), torch.randn(sentences, k, 8)
+    expected = tanh_energies(keys, queries, v).detach()
+    monkeypatch.setattr(attention, "_ENERGY_CHUNK", 64 * 8)  # a few chunks, the last one short
+    with torch.no_grad():
+        got = tanh_energies(keys, queries, v)
+    assert got.shape == (sentences, k, length)
+    torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-7)
 
 
 def test_maxout_pairs_adjacent_units(tiny_model):

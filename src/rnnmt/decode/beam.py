@@ -40,7 +40,8 @@ class StepModel(Protocol):
 
     `begin` gives the context (one row per sentence) and the first state (one row per sentence); the
     search repeats the state k times per sentence, and `predict`/`advance` read a state of k rows per
-    context row, in a row.
+    context row, in a row. `predict`'s log-probabilities [N, V] are a tensor of their own: the search
+    writes into them.
     """
 
     def begin(self, src: Tensor, src_mask: Tensor) -> tuple[Any, Any]: ...
@@ -124,13 +125,12 @@ def _search(
 
     for step in range(int(max_len.max())):
         logp, alpha, state = model.predict(ctx, state, step)
-        logp = logp.clone()
         vocab = logp.shape[-1]
         logp[:, banned] = NEG_INF
         logp[(step < min_len).repeat_interleave(k), Vocab.EOS] = NEG_INF
 
         n = len(active)
-        total = (scores.unsqueeze(-1) + logp.view(n, k, vocab)).view(n, -1)
+        total = logp.view(n, k, vocab).add_(scores.unsqueeze(-1)).view(n, -1)
         values, flat = total.topk(min(2 * k, total.shape[1]), dim=-1)
         origin, words = flat // vocab, flat % vocab
         ok, is_eos = torch.isfinite(values), words == Vocab.EOS

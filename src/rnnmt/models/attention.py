@@ -12,6 +12,7 @@ concat (Luong's simplified v_aᵀ tanh(h̄_s + W_a h_t)) and location (softmax(W
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Protocol
 
@@ -44,6 +45,39 @@ class BahdanauAttention(Attention, Protocol):
     def recurrence(self, gru: GroundhogGRU, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
         """The decoder's teacher-forced loop from s_0 over projected inputs [B, T, 3H]: queries, contexts, weights."""
         ...
+
+
+# Floats of the pre-activations beam search keeps at once (1 MiB): a few sentences' worth, so they stay in
+# a core's L2 cache between the tanh and the product with v.
+_ENERGY_CHUNK = 1 << 18
+# A BLAS rounds the last M mod 8 rows of a matrix-vector product with other kernels (MKL here); chunks of a
+# multiple of 32 rows round every row as one product of all rows would, so beam search's translations do
+# not depend on the chunk size.
+_ROW_BLOCK = 32
+
+
+def tanh_energies(keys: Tensor, queries: Tensor, v: nn.Linear) -> Tensor:
+    """vᵀ tanh(k_s + q) [B, k, S] for k queries [B, k, A] per sentence against its keys [B, S, A].
+
+    Under autograd this is one expression. Without it (beam search) the [B, k, S, A] pre-activations are
+    not kept: a few sentences at a time go through one reused buffer, which stays in the cache, instead of
+    a fresh tensor of every hypothesis and position written to memory and read back twice.
+    """
+    if torch.is_grad_enabled():
+        return v(torch.tanh(keys.unsqueeze(1) + queries.unsqueeze(2))).squeeze(-1)
+    batch, length, width = keys.shape
+    k = queries.shape[1]
+    rows = k * length  # per sentence
+    step = _ROW_BLOCK // math.gcd(rows, _ROW_BLOCK)  # sentences per chunk: a multiple of this keeps rows aligned
+    per_chunk = min(batch, max(step, _ENERGY_CHUNK // (rows * width) // step * step))
+    buffer = keys.new_empty(per_chunk, k, length, width)
+    energies = keys.new_empty(batch, k, length)
+    v_t = v.weight.t()
+    for start in range(0, batch, per_chunk):
+        end = min(batch, start + per_chunk)
+        pre = torch.add(keys[start:end].unsqueeze(1), queries[start:end].unsqueeze(2), out=buffer[: end - start]).tanh_()
+        torch.mm(pre.view(-1, width), v_t, out=energies[start:end].view(-1, 1))
+    return energies
 
 
 def alignment_rules(scheme: Scheme) -> tuple[Rule, Rule]:
@@ -81,8 +115,7 @@ class AdditiveAttention(nn.Module):
         """The contexts c_i [N, A] and weights α_i [N, S] (zero on padding) of N = B·k queries, k per source
         sentence in a row (beam search's hypotheses; k = 1 in training)."""
         batch, _, width = keys.shape
-        q = self.W_a(query).view(batch, -1, 1, width)
-        energy = self.v_a(torch.tanh_(keys.unsqueeze(1) + q)).squeeze(-1)  # [B, k, S]
+        energy = tanh_energies(keys, self.W_a(query).view(batch, -1, width), self.v_a)  # [B, k, S]
         alpha = torch.softmax(energy.masked_fill(~enc.mask.unsqueeze(1), float("-inf")), dim=-1)
         return torch.bmm(alpha, enc.annotations).flatten(0, 1), alpha.flatten(0, 1)
 
@@ -172,7 +205,7 @@ class LuongAttention(nn.Module):
         if self.score in ("dot", "general"):
             return torch.bmm(query, keys.transpose(1, 2))
         if self.score == "concat":
-            return self.v_a(torch.tanh(keys.unsqueeze(1) + self.W_a(query).unsqueeze(2))).squeeze(-1)
+            return tanh_energies(keys, self.W_a(query), self.v_a)
         energy = self.W_a(query)  # [B, T, P]
         slots, lengths = energy.shape[-1], mask.sum(dim=1)
         # Encoder position s of a sentence of n words sits in slot P − n + s; padding reads slot 0, masked later.
