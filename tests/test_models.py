@@ -92,7 +92,7 @@ def test_maxout_pairs_adjacent_units(tiny_model):
         dec.U_o.bias.copy_(torch.tensor([1.0, 5.0, -2.0, -3.0, 0.0, 4.0, 7.0, 1.0, 2.0, 2.0, -1.0, 0.5]))
         dec.W_o.weight.copy_(torch.eye(20, 6))
         dec.W_o.bias.zero_()
-    logits = dec.readout(torch.zeros(1, 12), torch.zeros(1, 8), torch.zeros(1, 24))
+    logits = dec.readout(torch.zeros(1, 12), torch.zeros(1, 12), torch.zeros(1, 24))
     assert logits[0, :6].tolist() == [5.0, -2.0, 4.0, 7.0, 2.0, 0.5]
 
 

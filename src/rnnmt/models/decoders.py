@@ -31,6 +31,15 @@ Context = dict[str, object]  # per sentence: the Encoded source and the attentio
 State = dict[str, Tensor]  # per hypothesis
 
 
+class WordTerms:
+    """What each vocabulary word contributes wherever the decoder reads it, computed once per search: rows
+    [V, ·] of the vocabulary, not of sentences, so beam search's `take` (which picks sentence rows of
+    tensors, dicts, tuples and dataclasses) passes it on whole."""
+
+    def __init__(self, gru: Tensor, readout: Tensor) -> None:
+        self.gru, self.readout = gru, readout
+
+
 class BahdanauDecoder(nn.Module):
     """GRU decoder with attention (or a fixed context) and a deep output with maxout (§1.4–1.5)."""
 
@@ -80,15 +89,16 @@ class BahdanauDecoder(nn.Module):
         """The last linear map to the vocabulary (the second factor of a low-rank W_o)."""
         return self.W_o[-1] if isinstance(self.W_o, nn.Sequential) else self.W_o
 
-    def hidden(self, s: Tensor, e_prev: Tensor, c: Tensor) -> Tensor:
-        """t = maxout(U_o s + V_o E y_prev + C_o c) over adjacent pairs (§1.5), through W_o's first factor if low-rank."""
-        t = self.U_o(s) + self.V_o(e_prev) + self.C_o(c)
-        t = t.unflatten(-1, (self.maxout_units, 2)).amax(dim=-1)
+    def hidden(self, s: Tensor, word: Tensor, c: Tensor) -> Tensor:
+        """t = maxout(U_o s + V_o E y_prev + C_o c) over adjacent pairs (§1.5), through W_o's first factor if
+        low-rank; `word` is the previous word's term V_o E y_prev (0 before the first word)."""
+        t = self.U_o(s) + word + self.C_o(c)
+        t = torch.maximum(t[..., 0::2], t[..., 1::2])  # a reduction over pairs (amax) takes twice as long
         return self.W_o[0](t) if isinstance(self.W_o, nn.Sequential) else t
 
-    def readout(self, s: Tensor, e_prev: Tensor, c: Tensor) -> Tensor:
+    def readout(self, s: Tensor, word: Tensor, c: Tensor) -> Tensor:
         """Logits W_o t."""
-        return self.output_layer(self.hidden(s, e_prev, c))
+        return self.output_layer(self.hidden(s, word, c))
 
     def features(self, enc: Encoded, tgt: Tensor) -> tuple[Tensor, Tensor]:
         """Teacher-forced pass over tgt [B, T] (ending in EOS): the output layer's inputs [B, T, F] and α [B, T, S]."""
@@ -97,7 +107,7 @@ class BahdanauDecoder(nn.Module):
         recur = self.attention.recurrence if self.gru.fused else self._recurrence
         queries, contexts, alphas = recur(self.gru, self.init_state(enc), self.gru.project_inputs(y_emb), keys, enc)
         e_prev = torch.cat([torch.zeros_like(y_emb[:, :1]), y_emb[:, :-1]], dim=1)
-        return self.hidden(queries, e_prev, contexts), alphas
+        return self.hidden(queries, self.V_o(e_prev), contexts), alphas
 
     def forward(self, enc: Encoded, tgt: Tensor) -> tuple[Tensor, Tensor]:
         """Logits [B, T, V] and α [B, T, S] of the teacher-forced pass."""
@@ -119,20 +129,27 @@ class BahdanauDecoder(nn.Module):
         return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(alphas, 1)
 
     def begin(self, enc: Encoded) -> tuple[Context, State]:
-        """The search context and the state before the first word (s_0, no previous word)."""
+        """The search context and the state before the first word (s_0, no previous word).
+
+        The context also holds what every target word contributes wherever it is read, computed once for the
+        vocabulary: W E y for the GRU and V_o E y for the readout, so a step looks rows up instead of
+        multiplying (the same products: a BLAS rounds a row alike in any matrix of two or more rows).
+        """
         s = self.init_state(enc)
-        return {"enc": enc, "keys": self.attention.prepare(enc)}, {"s": s, "e_prev": s.new_zeros(s.shape[0], self.embed.weight.shape[1])}
+        e = self.embed(torch.arange(self.embed.weight.shape[0], device=s.device))
+        ctx = {"enc": enc, "keys": self.attention.prepare(enc), "words": WordTerms(self.gru.project_inputs(e), self.V_o(e))}
+        return ctx, {"s": s, "word": s.new_zeros(s.shape[0], self.V_o.weight.shape[0])}
 
     def predict(self, ctx: Context, state: State, step: int) -> tuple[Tensor, Tensor, State]:
         """Logits [N, V] and α [N, S] for the next word; the state keeps the context for `advance`."""
         c, alpha = self.attention(state["s"], ctx["keys"], ctx["enc"])
-        return self.readout(state["s"], state["e_prev"], c), alpha, {**state, "c": c}
+        return self.readout(state["s"], state["word"], c), alpha, {**state, "c": c}
 
     def advance(self, ctx: Context, state: State, words: Tensor) -> State:
         """Consume the chosen words [N] with the same context c (§1.6)."""
-        e = self.embed(words)
-        s = self.gru.step(self.gru.project_inputs(e) + self.gru.project_context(state["c"]), state["s"])
-        return {"s": s, "e_prev": e}
+        terms = ctx["words"]
+        s = self.gru.step(self.gru.project_context(state["c"], base=terms.gru.index_select(0, words)), state["s"])
+        return {"s": s, "word": terms.readout.index_select(0, words)}
 
 
 class LuongDecoder(nn.Module):

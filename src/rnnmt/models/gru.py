@@ -45,18 +45,16 @@ class GroundhogGRU(nn.Module):
         """W·x for every position: [..., input] -> [..., 3·hidden]."""
         return self.W_in(x)
 
-    def project_context(self, c: Tensor) -> Tensor:
-        """C·c: [..., context] -> [..., 3·hidden]."""
+    def project_context(self, c: Tensor, base: Tensor | None = None) -> Tensor:
+        """C·c: [..., context] -> [..., 3·hidden]; `base` + C·c as one product for rows [N, ·]."""
         assert self.C_in is not None, "this GRU was built without a context input"
-        return self.C_in(c)
+        return self.C_in(c) if base is None else torch.addmm(base, c, self.C_in.weight.t())
 
     def step(self, x_proj: Tensor, h: Tensor) -> Tensor:
-        """One update from the projected input (W·x [+ C·c]) and the previous state."""
-        xz, xr, xh = x_proj.chunk(3, dim=-1)
-        uz, ur = self.U_gates(h).chunk(2, dim=-1)
-        z = torch.sigmoid(xz + uz)
-        r = torch.sigmoid(xr + ur)
-        h_cand = torch.tanh(xh + self.b_cand + self.U_cand(r * h))
+        """One update of rows [N, H] from the projected input (W·x [+ C·c]) [N, 3H] and the previous state."""
+        H = self.hidden_size
+        z, r = torch.addmm(x_proj[:, : 2 * H], h, self.U_gates.weight.t()).sigmoid_().chunk(2, dim=-1)
+        h_cand = torch.addmm(x_proj[:, 2 * H :] + self.b_cand, r * h, self.U_cand.weight.t()).tanh_()
         return h + z * (h_cand - h)
 
     def scan(self, x_proj: Tensor, mask: Tensor | None, reverse: bool = False, h0: Tensor | None = None) -> Tensor:
