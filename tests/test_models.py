@@ -127,16 +127,19 @@ def test_encdec_context_is_last_forward_state():
     assert torch.allclose(enc.summary[0], states[0, 2])
 
 
+@pytest.mark.parametrize("grad", [True, False], ids=["autograd", "no-grad"])
 @pytest.mark.parametrize(("encoder", "attention"), [("bigru", "additive"), ("gru", "none")])
-def test_training_pass_equals_step_by_step_decoding(encoder, attention):
-    """The batched teacher-forced pass and the beam's predict/advance steps compute the same logits (§1.6)."""
+def test_training_pass_equals_step_by_step_decoding(encoder, attention, grad):
+    """The batched teacher-forced pass and the beam's predict/advance steps (vocabulary tables, and without
+    autograd the chunked energies) compute the same logits (§1.6)."""
     torch.manual_seed(1)
     model = build_model(tiny_model_config(encoder, attention), 20, 20).eval()
-    src = torch.tensor([[5, 6, 7, 2]])
-    tgt = torch.tensor([[9, 10, 11, 2]])
+    src = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
+    tgt = torch.tensor([[9, 10, 11, 2], [12, 2, 0, 0]])
     logits, _ = model(src, src != 0, tgt)
-    ctx, state = model.decoder.begin(model.encode(src, src != 0))
-    for t in range(tgt.shape[1]):
-        step_logits, _, state = model.decoder.predict(ctx, state, t)
-        assert torch.allclose(step_logits, logits[:, t], atol=1e-5)
-        state = model.decoder.advance(ctx, state, tgt[:, t])
+    with torch.set_grad_enabled(grad):
+        ctx, state = model.decoder.begin(model.encode(src, src != 0))
+        for t in range(tgt.shape[1]):
+            step_logits, _, state = model.decoder.predict(ctx, state, t)
+            assert torch.allclose(step_logits, logits[:, t], atol=1e-5)
+            state = model.decoder.advance(ctx, state, tgt[:, t])
