@@ -57,33 +57,32 @@ def paired_bootstrap(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequenc
         idx = rng.integers(0, len(refs), size=(min(CHUNK, samples - start), len(refs)))
         for sum_a, sum_b in zip(a[idx].sum(axis=1), b[idx].sum(axis=1)):
             deltas.append(bleu_from_statistics(sum_a) - bleu_from_statistics(sum_b))
-    d = np.asarray(deltas)
-    low, high = np.percentile(d, [2.5, 97.5])
     full = bleu_from_statistics(a.sum(axis=0)) - bleu_from_statistics(b.sum(axis=0))
-    return Difference(full, float(low), float(high), float(np.mean(d <= 0)), samples)
+    return Difference(full, *_interval(deltas), _share_not_better(deltas), samples)
+
+
+def _interval(values: Sequence[float]) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles: a 95% bootstrap interval."""
+    low, high = np.percentile(np.asarray(values), [2.5, 97.5])
+    return float(low), float(high)
+
+
+def _share_not_better(deltas: Sequence[float]) -> float:
+    return float(np.mean(np.asarray(deltas) <= 0))
 
 
 @dataclass(frozen=True)
-class SeededDifference:
+class SeededDifference(Difference):
     """The difference of mean BLEU over seeds, mean(A) − mean(B), with three 95% intervals: seeds and sentences
-    resampled together (the claim's interval), seeds only (the full test set), sentences only (every seed)."""
+    resampled together (the claim's interval: `low`, `high`), seeds only (the full test set), sentences only
+    (every seed)."""
 
-    delta: float
-    low: float
-    high: float
-    p_not_better: float
     seed_low: float
     seed_high: float
     sentence_low: float
     sentence_high: float
-    samples: int
     seeds_a: int
     seeds_b: int
-
-
-def _interval(values: list[float]) -> tuple[float, float]:
-    low, high = np.percentile(np.asarray(values), [2.5, 97.5])
-    return float(low), float(high)
 
 
 def seeded_bootstrap(
@@ -107,7 +106,8 @@ def seeded_bootstrap(
         combined.append(bleu_a[draw_a].mean() - bleu_b[draw_b].mean())
         seeds_only.append(full_a[draw_a].mean() - full_b[draw_b].mean())
         sentences_only.append(bleu_a.mean() - bleu_b.mean())
+    (low, high), (seed_low, seed_high), (sentence_low, sentence_high) = map(_interval, (combined, seeds_only, sentences_only))
     return SeededDifference(
-        float(full_a.mean() - full_b.mean()), *_interval(combined), float(np.mean(np.asarray(combined) <= 0)),
-        *_interval(seeds_only), *_interval(sentences_only), samples, len(a), len(b),
+        float(full_a.mean() - full_b.mean()), low, high, _share_not_better(combined), samples,
+        seed_low, seed_high, sentence_low, sentence_high, len(a), len(b),
     )  # fmt: skip
