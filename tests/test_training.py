@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -326,6 +328,40 @@ def test_five_updates_are_the_same_whether_the_host_reads_the_device_or_not(tiny
         weights.append((losses, trainer.model.state_dict()))
     (loss_a, a), (loss_b, b) = weights
     assert loss_a == loss_b and all(torch.equal(a[k], b[k]) for k in a)
+
+
+# A fresh process frees and re-allocates 64 MiB (above glibc's largest mmap threshold, 32 MiB) under one
+# train.host_memory policy and prints whether the policy took effect and the page faults of the second
+# allocation.
+_FAULTS_OF_A_REUSED_BUFFER = """
+import resource, sys, torch
+from rnnmt.train.loop import HOST_MEMORY
+applied = HOST_MEMORY[sys.argv[1]]()
+def faults():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    torch.empty(16 * 2**20).fill_(1.0)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+faults()
+print(applied, faults())
+"""
+
+
+def test_kept_host_memory_is_reused_without_page_faults():
+    """train.host_memory keep: a large buffer freed and allocated again is served from the process's own
+    memory (the release policy, glibc's default, maps and faults in all 16,384 pages of it again)."""
+    out = {}
+    for policy in ("keep", "release"):
+        run = subprocess.run([sys.executable, "-c", _FAULTS_OF_A_REUSED_BUFFER, policy], capture_output=True, text=True, check=True)
+        applied, faults = run.stdout.split()
+        out[policy] = (applied == "True", int(faults))
+    if not out["keep"][0]:
+        pytest.skip("the C library is not glibc: host_memory keep has nothing to set")
+    assert out["keep"][1] < 500 < 10_000 < out["release"][1]
+
+
+def test_an_unknown_host_memory_policy_is_a_clear_error(tiny_corpus, tmp_path):
+    with pytest.raises(UserError, match="train.host_memory is 'forever'; expected one of keep, release"):
+        make_trainer(tiny_corpus, tmp_path, host_memory="forever")
 
 
 def test_trainer_measures_the_norm_without_embeddings(tiny_corpus, tmp_path):

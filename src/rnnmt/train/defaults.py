@@ -13,6 +13,7 @@ TRAIN_DEFAULTS = {
     "recurrence": "fused",
     "precision": "float32",
     "sync": "auto",
+    "host_memory": "keep",
 }
 # The ones written into every resolved system config (results/config/SYSTEM.json), which checkpoints fingerprint.
 RESOLVED_KEYS = ("max_len", "patience", "sort_k_batches")

@@ -15,7 +15,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from rnnmt.errors import UserError
 from rnnmt.models.build import Seq2Seq, build_model, count_parameters, set_recurrence
-from rnnmt.runtime import format_duration, log
+from rnnmt.runtime import format_duration, keep_freed_memory, log
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train import checkpoint, distributed
@@ -33,6 +33,10 @@ PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16}
 # train.sync: whether gradient clipping decides on the host in every update (`update`) or on the device
 # (`logging`: the host then reads the device only at log points); auto = on the device on a GPU only.
 SYNCS = {"update": lambda device: False, "logging": lambda device: True, "auto": lambda device: device.type == "cuda"}
+
+# train.host_memory: whether the process keeps freed host memory for reuse (runtime.keep_freed_memory) or
+# lets the C library return it to the kernel (its default).
+HOST_MEMORY = {"keep": keep_freed_memory, "release": lambda: False}
 
 
 class TrainingInterrupted(Exception):
@@ -144,6 +148,9 @@ class Trainer:
         if self.cfg["sync"] not in SYNCS:
             raise UserError(f"train.sync is {self.cfg['sync']!r}; expected one of {', '.join(SYNCS)}.")
         self.clip_on_device = SYNCS[self.cfg["sync"]](device)
+        if self.cfg["host_memory"] not in HOST_MEMORY:
+            raise UserError(f"train.host_memory is {self.cfg['host_memory']!r}; expected one of {', '.join(HOST_MEMORY)}.")
+        HOST_MEMORY[self.cfg["host_memory"]]()
         self.params = list(self.model.parameters())
         distributed.start(world, device, self.cfg["batch_size"])
         # DDP averages the processes' gradients during backward (see distributed.py for the loss scaling).
