@@ -341,22 +341,24 @@ def faults():
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     torch.empty(16 * 2**20).fill_(1.0)
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
-faults()
-print(applied, faults())
+print(applied, *[faults() for _ in range(6)][3:])
 """
 
 
 def test_kept_host_memory_is_reused_without_page_faults():
     """train.host_memory keep: a large buffer freed and allocated again is served from the process's own
-    memory (the release policy, glibc's default, maps and faults in all 16,384 pages of it again)."""
+    memory (the release policy, glibc's default, maps and faults in all 16,384 pages of it again).
+    Rounds 4–6 are counted: in about half the runs the heap grows once more, in round 2 or 3, before the
+    freed blocks are reused (strace: a second brk right after the first block)."""
     out = {}
     for policy in ("keep", "release"):
         run = subprocess.run([sys.executable, "-c", _FAULTS_OF_A_REUSED_BUFFER, policy], capture_output=True, text=True, check=True)
-        applied, faults = run.stdout.split()
-        out[policy] = (applied == "True", int(faults))
+        applied, *faults = run.stdout.split()
+        out[policy] = (applied == "True", [int(f) for f in faults])
     if not out["keep"][0]:
         pytest.skip("the C library is not glibc: host_memory keep has nothing to set")
-    assert out["keep"][1] < 500 < 10_000 < out["release"][1]
+    assert sum(out["keep"][1]) < 500
+    assert min(out["release"][1]) > 10_000
 
 
 def test_an_unknown_host_memory_policy_is_a_clear_error(tiny_corpus, tmp_path):
