@@ -264,6 +264,11 @@ def _lstm_cell_backward(dh: Tensor, dc: Tensor, gates: Tensor, c_prev: Tensor, t
     return dc * f
 
 
+def _stacked(W_ih: tuple[Tensor, ...], W_hh: tuple[Tensor, ...]) -> list[Tensor]:
+    """Each layer's [W_ih W_hh] [4H, 2H], the matrix of its gates' one product with [x; h]."""
+    return [torch.cat((a, b), 1) for a, b in zip(W_ih, W_hh)]
+
+
 class LuongFeedLoop(torch.autograd.Function):
     """Luong's teacher-forced decoder with input feeding (decoders.py, §4.1–4.3): for t = 1..T the stacked
     LSTM consumes [E y_{t−1}; h̃_{t−1}], the top state h_t queries the attention, h̃_t = tanh(W_c [c_t; h_t]).
@@ -272,7 +277,11 @@ class LuongFeedLoop(torch.autograd.Function):
     and attnLayerForward.m compute the same: c_t = f∘c + i∘g, h_t = o∘tanh(c_t); with `clip` the carried
     cell is clipped to ±clip after computing h_t.
     The embedding part of layer 1's input, E y W_e (+ biases), is projected for all steps outside the loop
-    (`x1`); dropout masks (scaled by 1/(1 − p), or None) apply to the fed-back h̃ and between the layers.
+    (`x1`). Each layer's other input sits beside its state, so that its gates are one product
+    [W_ih W_hh]·[x; h] per step, and their gradient with respect to [x; h] one product back, as in
+    lstmUnitForward.m (`input = [x_t; h_t_1]; ifoa_linear = W*input`) and lstmUnitBackprop.m
+    (`d_input = W'*d_ifoa`). Dropout masks (scaled by 1/(1 − p), or None) apply to the fed-back h̃ and
+    between the layers.
     The attention (any of attention.py's Luong kinds) is `attend(h [B, H], keys, annotations, t) ->
     (c [B, H], α [B, S])`; its backward is autograd's, recomputed per step in the backward pass. `attend`
     reads the attention's parameters from its module; they are also passed as inputs (and listed in
@@ -298,16 +307,17 @@ class LuongFeedLoop(torch.autograd.Function):
         B, T, H4 = x1.shape
         H = H4 // 4
         xs = p.steps_first(x1)
-        h = p.buffer(x1, L, T + 1, B, H)  # h[l, t]: layer l's state before step t
+        # xh[l, t] = [what layer l reads besides its own state (layer 1: the fed h̃, masked); its state before step t]
+        xh = p.buffer(x1, L, T + 1, B, 2 * H)
+        inputs, h = xh[:, :T, :, :H], xh[..., H:]
         c = p.buffer(x1, L, T + 1, B, H)  # the carried (clipped) cell
         h[:, 0], c[:, 0] = h0, c0
         gates = p.buffer(x1, L, T, B, 4 * H)
         c_raw, tanh_c = p.buffer(x1, L, T, B, H), p.buffer(x1, L, T, B, H)
-        inputs = p.buffer(x1, L, T, B, H)  # what layer l reads besides its own state (layer 1: the fed h̃, masked)
         h_tilde = p.buffer(x1, T + 1, B, H, zero=True)  # h_tilde[t + 1] = h̃_t; h̃_0 = 0
         contexts = p.buffer(x1, T, B, H)
         alphas = p.buffer(x1, T, B, annotations.shape[1])
-        Wih_t, Whh_t = [p.weight(w.t()) for w in W_ih], [p.weight(w.t()) for w in W_hh]
+        W_t = [p.weight(w.t()) for w in _stacked(W_ih, W_hh)]
         Wcc_t, Wch_t = p.weight(Wc_c.t()), p.weight(Wc_h.t())
         for t in range(T):
             for layer in range(L):
@@ -317,8 +327,7 @@ class LuongFeedLoop(torch.autograd.Function):
                 else:
                     inputs[layer, t] = source
                 base = xs[t] if layer == 0 else bias[layer].expand(B, 4 * H) if bias[layer] is not None else None
-                pre = p.addmm(base, inputs[layer, t], Wih_t[layer], out=gates[layer, t])
-                p.addmm(pre, h[layer, t], Whh_t[layer], out=pre)
+                pre = p.addmm(base, xh[layer, t], W_t[layer], out=gates[layer, t])
                 _lstm_cell(pre, c[layer, t], c_raw[layer, t], tanh_c[layer, t], h[layer, t + 1])
                 c[layer, t + 1] = c_raw[layer, t].clamp(-clip, clip) if clip is not None else c_raw[layer, t]
             top = h[L - 1, t + 1]
@@ -331,7 +340,7 @@ class LuongFeedLoop(torch.autograd.Function):
             pre = p.addmm(b_c.expand(B, H) if b_c is not None else None, contexts[t], Wcc_t)
             torch.tanh(p.addmm(pre, top, Wch_t), out=h_tilde[t + 1])
         ctx.spec = spec
-        ctx.save_for_backward(h, c, gates, c_raw, tanh_c, inputs, h_tilde, contexts, alphas, *tensors)
+        ctx.save_for_backward(xh, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, *tensors)
         return h_tilde[1:].transpose(0, 1), alphas.transpose(0, 1)
 
     @staticmethod
@@ -340,11 +349,12 @@ class LuongFeedLoop(torch.autograd.Function):
         spec, p = ctx.spec, ctx.precision
         L, clip, attend, params = spec["layers"], spec["clip"], spec["attend"], spec["params"]
         feed_mask, layer_masks, dot_mask = spec["feed_mask"], spec["layer_masks"], spec["dot_mask"]
-        h, c, gates, c_raw, tanh_c, inputs, h_tilde, contexts, alphas, *tensors = ctx.saved_tensors
+        xh, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, *tensors = ctx.saved_tensors
         W_ih, W_hh, bias = tensors[0 : 3 * L : 3], tensors[1 : 3 * L : 3], tensors[2 : 3 * L : 3]
         Wc_c, Wc_h, b_c, keys, annotations = tensors[3 * L : 3 * L + 5]
         keys, annotations = keys.to(p.acc), annotations.to(p.acc)
         T, B, H = contexts.shape
+        h = xh[..., H:]
         d_h_tilde = d_h_tilde.transpose(0, 1)
         d_alphas = d_alphas.transpose(0, 1) if d_alphas is not None else None
         d_gates = p.buffer(contexts, L, T, B, 4 * H)
@@ -354,7 +364,7 @@ class LuongFeedLoop(torch.autograd.Function):
         dh = [p.buffer(contexts, B, H, zero=True) for _ in range(L)]  # dL/dh[l, t + 1] from step t + 1
         dc = [p.buffer(contexts, B, H, zero=True) for _ in range(L)]  # dL/dc[l, t + 1] (carried) from step t + 1
         d_fed = p.buffer(contexts, B, H, zero=True)  # dL/dh̃_t from step t + 1's input
-        Wih, Whh, Wcc, Wch = [p.weight(w) for w in W_ih], [p.weight(w) for w in W_hh], p.weight(Wc_c), p.weight(Wc_h)
+        W, Wcc, Wch = [p.weight(w) for w in _stacked(W_ih, W_hh)], p.weight(Wc_c), p.weight(Wc_h)
         if dot_mask is not None:
             d_scores, d_contexts = p.buffer(contexts, *alphas.shape), p.buffer(contexts, T, B, H)
         for t in range(T - 1, -1, -1):
@@ -389,8 +399,8 @@ class LuongFeedLoop(torch.autograd.Function):
                 if clip is not None:
                     dc[layer] = dc[layer] * (c_raw[layer, t].abs() <= clip)
                 dc[layer] = _lstm_cell_backward(d_out, dc[layer], gates[layer, t], c[layer, t], tanh_c[layer, t], d_gates[layer, t])
-                dh[layer] = p.mm(d_gates[layer, t], Whh[layer])
-                d_in = p.mm(d_gates[layer, t], Wih[layer])
+                d_xh = p.mm(d_gates[layer, t], W[layer])
+                d_in, dh[layer] = d_xh[:, :H], d_xh[:, H:]
                 if layer == 0:
                     d_fed = d_in * feed_mask[t] if feed_mask is not None else d_in
                 else:
@@ -402,7 +412,8 @@ class LuongFeedLoop(torch.autograd.Function):
         grads: list[Tensor | None] = []
         for layer in range(L):
             d_bias = d_gates[layer].sum((0, 1)) if bias[layer] is not None else None
-            grads += [_weight_grad(p, d_gates[layer], inputs[layer]), _weight_grad(p, d_gates[layer], h[layer, :-1]), d_bias]
+            d_W = _weight_grad(p, d_gates[layer], xh[layer, :T])
+            grads += [d_W[:, :H], d_W[:, H:], d_bias]
         d_b_c = d_pre_c.sum((0, 1)) if b_c is not None else None
         grads += [_weight_grad(p, d_pre_c, contexts), _weight_grad(p, d_pre_c, h[L - 1, 1:]), d_b_c]
         grads += [d_keys, d_annotations, *d_params]
