@@ -264,11 +264,6 @@ def _lstm_cell_backward(dh: Tensor, dc: Tensor, gates: Tensor, c_prev: Tensor, t
     return dc * f
 
 
-def _stacked(W_ih: tuple[Tensor, ...], W_hh: tuple[Tensor, ...]) -> list[Tensor]:
-    """Each layer's [W_ih W_hh] [4H, 2H], the matrix of its gates' one product with [x; h]."""
-    return [torch.cat((a, b), 1) for a, b in zip(W_ih, W_hh)]
-
-
 class LuongFeedLoop(torch.autograd.Function):
     """Luong's teacher-forced decoder with input feeding (decoders.py, §4.1–4.3): for t = 1..T the stacked
     LSTM consumes [E y_{t−1}; h̃_{t−1}], the top state h_t queries the attention, h̃_t = tanh(W_c [c_t; h_t]).
@@ -317,7 +312,8 @@ class LuongFeedLoop(torch.autograd.Function):
         h_tilde = p.buffer(x1, T + 1, B, H, zero=True)  # h_tilde[t + 1] = h̃_t; h̃_0 = 0
         contexts = p.buffer(x1, T, B, H)
         alphas = p.buffer(x1, T, B, annotations.shape[1])
-        W_t = [p.weight(w.t()) for w in _stacked(W_ih, W_hh)]
+        # Each layer's [W_ih W_hh] [4H, 2H], cast once: read transposed here, as it is in backward.
+        W = [p.weight(torch.cat((a, b), 1)) for a, b in zip(W_ih, W_hh)]
         Wcc_t, Wch_t = p.weight(Wc_c.t()), p.weight(Wc_h.t())
         for t in range(T):
             for layer in range(L):
@@ -327,7 +323,7 @@ class LuongFeedLoop(torch.autograd.Function):
                 else:
                     inputs[layer, t] = source
                 base = xs[t] if layer == 0 else bias[layer].expand(B, 4 * H) if bias[layer] is not None else None
-                pre = p.addmm(base, xh[layer, t], W_t[layer], out=gates[layer, t])
+                pre = p.addmm(base, xh[layer, t], W[layer].t(), out=gates[layer, t])
                 _lstm_cell(pre, c[layer, t], c_raw[layer, t], tanh_c[layer, t], h[layer, t + 1])
                 c[layer, t + 1] = c_raw[layer, t].clamp(-clip, clip) if clip is not None else c_raw[layer, t]
             top = h[L - 1, t + 1]
@@ -340,7 +336,7 @@ class LuongFeedLoop(torch.autograd.Function):
             pre = p.addmm(b_c.expand(B, H) if b_c is not None else None, contexts[t], Wcc_t)
             torch.tanh(p.addmm(pre, top, Wch_t), out=h_tilde[t + 1])
         ctx.spec = spec
-        ctx.save_for_backward(xh, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, *tensors)
+        ctx.save_for_backward(xh, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, *W, *tensors)
         return h_tilde[1:].transpose(0, 1), alphas.transpose(0, 1)
 
     @staticmethod
@@ -349,8 +345,9 @@ class LuongFeedLoop(torch.autograd.Function):
         spec, p = ctx.spec, ctx.precision
         L, clip, attend, params = spec["layers"], spec["clip"], spec["attend"], spec["params"]
         feed_mask, layer_masks, dot_mask = spec["feed_mask"], spec["layer_masks"], spec["dot_mask"]
-        xh, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, *tensors = ctx.saved_tensors
-        W_ih, W_hh, bias = tensors[0 : 3 * L : 3], tensors[1 : 3 * L : 3], tensors[2 : 3 * L : 3]
+        xh, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, *saved = ctx.saved_tensors
+        W, tensors = saved[:L], saved[L:]
+        bias = tensors[2 : 3 * L : 3]
         Wc_c, Wc_h, b_c, keys, annotations = tensors[3 * L : 3 * L + 5]
         keys, annotations = keys.to(p.acc), annotations.to(p.acc)
         T, B, H = contexts.shape
@@ -364,7 +361,7 @@ class LuongFeedLoop(torch.autograd.Function):
         dh = [p.buffer(contexts, B, H, zero=True) for _ in range(L)]  # dL/dh[l, t + 1] from step t + 1
         dc = [p.buffer(contexts, B, H, zero=True) for _ in range(L)]  # dL/dc[l, t + 1] (carried) from step t + 1
         d_fed = p.buffer(contexts, B, H, zero=True)  # dL/dh̃_t from step t + 1's input
-        W, Wcc, Wch = [p.weight(w) for w in _stacked(W_ih, W_hh)], p.weight(Wc_c), p.weight(Wc_h)
+        Wcc, Wch = p.weight(Wc_c), p.weight(Wc_h)
         if dot_mask is not None:
             d_scores, d_contexts = p.buffer(contexts, *alphas.shape), p.buffer(contexts, T, B, H)
         for t in range(T - 1, -1, -1):
