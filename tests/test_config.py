@@ -175,6 +175,14 @@ def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path: Path):
         cfg.read_yaml(tabs)
 
 
+@pytest.mark.parametrize("text, found", [("", "nothing"), ("- scale: demo\n", "a list")])
+def test_a_config_that_is_not_a_mapping_is_named(tmp_path: Path, text: str, found: str):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(UserError, match=rf"^config file {path} holds {found}; expected a YAML mapping of settings"):
+        cfg.load(path, SCHEMA)
+
+
 MID_SCALE = """
 scales:
   mid:

@@ -164,9 +164,20 @@ def read_yaml(path: Path) -> Any:
         raise UserError(f"config file {path} is not valid YAML ({exc}).") from None
 
 
+def read_mapping(path: Path, empty: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A config file's top-level mapping (`empty` stands for an empty file, when given)."""
+    config = read_yaml(path)
+    if config is None and empty is not None:
+        return empty
+    if not isinstance(config, dict):
+        found = "nothing" if config is None else f"a {type(config).__name__}"
+        raise UserError(f"config file {path} holds {found}; expected a YAML mapping of settings (scale:, systems:, ...).")
+    return config
+
+
 def load(path: Path, schema_path: Path) -> dict[str, Any]:
     """Read and validate a config file."""
-    return validate(read_yaml(path), schema_path)
+    return validate(read_mapping(path), schema_path)
 
 
 def schema_beside(config_path: Path) -> Path:
@@ -179,7 +190,7 @@ def load_files(paths: list[Path], scale: str | None = None) -> dict[str, Any]:
     """Config files merged in order (as `snakemake --configfile A B`), at `scale` if given, validated."""
     merged: dict[str, Any] = {}
     for path in paths:
-        merged = deep_merge(merged, read_yaml(path) or {})
+        merged = deep_merge(merged, read_mapping(path, empty={}))
     if scale is not None:
         merged["scale"] = scale
     return validate(merged, schema_beside(paths[0]))
