@@ -58,7 +58,18 @@ def test_paper_shape_bench_reports_speed_budget_and_operator_calls(tiny_paper_co
     assert result["projected_hours"] == pytest.approx(budget / result["updates_per_s"] / 3600)
     assert 0 < result["batch_fill"] <= 1 and result["target_tokens_per_update"] > 0
     calls = result["operator_calls_per_update"]
-    assert 0 < calls["kernel_ops"] < calls["aten_ops"]
+    assert 0 < calls["kernel_ops"] < calls["aten_ops"] and calls["capturable_kernel_ops"] == 0
+
+
+def test_paper_shape_bench_counts_the_calls_a_graph_would_capture(tiny_paper_config, tmp_path):
+    """train.graph static: the forward and backward that `cuda` captures hold most of an update's kernels."""
+    out = tmp_path / "bench.json"
+    main(["bench", "train", "--paper-shape", "rnnsearch-50", "--config", str(tiny_paper_config), "--steps", "1", "--device", "cpu",
+          "--graph", "static", "--sync", "logging", "--output", str(out)])  # fmt: skip
+    result = json.loads(out.read_text())
+    calls = result["operator_calls_per_update"]
+    assert result["graph"] == "static" and result["graphs_captured"] == 0
+    assert 0.9 * calls["kernel_ops"] < calls["capturable_kernel_ops"] < calls["kernel_ops"]
 
 
 def test_paper_shape_names_an_unknown_system(tiny_paper_config, capsys):

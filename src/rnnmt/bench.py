@@ -6,7 +6,7 @@ import dataclasses
 import resource
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +28,35 @@ def _peak_memory_mb(device: torch.device) -> float:
 
 def _ops_per_update(trainer: Any, update: int) -> dict[str, int]:
     """Operator calls of one update under torch.profiler: every innermost aten op, and those that run a kernel
-    (views, reshapes and allocations excluded); on a GPU each of the latter is about one kernel launch."""
+    (views, reshapes and allocations excluded); on a GPU each of the latter is about one kernel launch. The
+    batch is made before, outside the count. A multi-tensor (`_foreach_`) op counts once: a GPU runs it as
+    one kernel where a CPU loops over its tensors. With train.graph static, `capturable_kernel_ops` are those
+    of the forward and backward that `cuda` replays as one graph (a CPU can count what a capture would
+    save, not capture)."""
     from torch.profiler import ProfilerActivity, profile
 
+    from rnnmt.train.graphs import CAPTURED_REGION
+
+    batch = trainer.stream.batch(update)  # made on the host beforehand, as a data loader would: no launches
     with profile(activities=[ProfilerActivity.CPU]) as prof:
-        trainer.step(update)
-    leaves = [e.name for e in prof.events() if e.name.startswith("aten::") and not any(c.name.startswith("aten::") for c in e.cpu_children)]
-    return {"aten_ops": len(leaves), "kernel_ops": sum(name.removeprefix("aten::") not in NO_KERNEL for name in leaves)}
+        trainer.step(update, batch)
+    calls = [e for e in prof.events() if _is_call(e)]
+    kernels = [e for e in calls if e.name.removeprefix("aten::") not in NO_KERNEL]
+    captured = sum(any(a.name == CAPTURED_REGION for a in _ancestors(e)) for e in kernels)
+    return {"aten_ops": len(calls), "kernel_ops": len(kernels), "capturable_kernel_ops": captured}
+
+
+def _ancestors(event: Any) -> Iterator[Any]:
+    while event.cpu_parent is not None:
+        event = event.cpu_parent
+        yield event
+
+
+def _is_call(event: Any) -> bool:
+    """An innermost aten op, or a multi-tensor op as a whole (not the per-tensor ops a CPU runs inside it)."""
+    if not event.name.startswith("aten::") or any(a.name.startswith("aten::_foreach_") for a in _ancestors(event)):
+        return False
+    return event.name.startswith("aten::_foreach_") or not any(c.name.startswith("aten::") for c in event.cpu_children)
 
 
 # Innermost aten ops that only make a view or an empty tensor: no kernel runs.
@@ -143,6 +165,9 @@ def bench_train(
         "recurrence": trainer.cfg["recurrence"],
         "precision": trainer.cfg["precision"],
         "sync": trainer.cfg["sync"],
+        "graph": trainer.cfg["graph"],
+        # With graph cuda, each padded shape's first update captures its graph, inside the timing if it is new then.
+        "graphs_captured": len(trainer.static.graphs) if trainer.static is not None else 0,
     }
     if budget is not None:
         result.update({"paper_budget_updates": budget, "projected_hours": budget / (steps / seconds) / 3600})

@@ -28,6 +28,7 @@ def args_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=["float32", "bfloat16"], help="train: override the system's train.precision")
     p.add_argument("--recurrence", choices=["fused", "plain"], help="train: override the system's train.recurrence")
     p.add_argument("--sync", choices=["auto", "update", "logging"], help="train: override the system's train.sync")
+    p.add_argument("--graph", choices=["none", "static", "cuda"], help="train: override the system's train.graph")
     p.add_argument("--data", type=Path, help="train: binarized training data")
     p.add_argument("--src-vocab", type=Path, help="train: source vocabulary")
     p.add_argument("--tgt-vocab", type=Path, help="train: target vocabulary")
@@ -59,7 +60,7 @@ def measurement(a: argparse.Namespace) -> Callable[[Any], dict[str, Any]]:
     from rnnmt import bench
 
     if a.what == "train":
-        overrides = {key: getattr(a, key) for key in ("precision", "recurrence", "sync") if getattr(a, key)}
+        overrides = {key: getattr(a, key) for key in ("precision", "recurrence", "sync", "graph") if getattr(a, key)}
         return partial(bench.bench_train, steps=a.steps, paper_shape=a.paper_shape, config=a.config, system_path=a.system, data_path=a.data,
                        src_vocab=a.src_vocab, tgt_vocab=a.tgt_vocab, overrides=overrides)  # fmt: skip
     if a.what == "translate":

@@ -136,6 +136,14 @@ def set_recurrence(model: nn.Module, kind: str) -> None:
             module.fused = kind == "fused"
 
 
+def set_packed(model: nn.Module, packed: bool) -> None:
+    """Whether an LSTM encoder may run torch's kernel over packed sequences (cuDNN on a GPU; the host reads
+    the lengths, which a captured CUDA graph cannot do)."""
+    for module in model.modules():
+        if hasattr(module, "packed"):
+            module.packed = packed
+
+
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 

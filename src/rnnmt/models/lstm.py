@@ -61,13 +61,13 @@ def step(lstm: nn.LSTM, x: Tensor, state: State, clip: float | None) -> tuple[Te
     return out.squeeze(1), clip_state(new, clip)
 
 
-def run(lstm: nn.LSTM, x: Tensor, mask: Tensor, state: State | None, clip: float | None) -> tuple[Tensor, State]:
+def run(lstm: nn.LSTM, x: Tensor, mask: Tensor, state: State | None, clip: float | None, packed: bool = True) -> tuple[Tensor, State]:
     """All positions of [B, T, input] with right padding -> outputs [B, T, H] and each row's final state.
 
-    Without clipping the fused kernel runs over packed sequences, so the final state is the one after
-    each row's last real position; with clipping the loop carries the state over padded positions.
+    Without clipping (and with `packed`) the fused kernel runs over packed sequences, so the final state is
+    the one after each row's last real position; otherwise the loop carries the state over padded positions.
     """
-    if clip is None:
+    if clip is None and packed:
         lengths = mask.sum(dim=1).clamp(min=1).cpu()
         packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
         out, final = lstm(packed, state)

@@ -54,10 +54,11 @@ class Batch:
         return len(self.token_rows)
 
 
-def pad(seqs: list[Tensor], eos: bool = True) -> tuple[Tensor, Tensor]:
-    """Stack id sequences into [B, width] with EOS after each (when `eos`) and PAD after that."""
-    width = max(len(s) for s in seqs) + eos
-    ids = torch.full((len(seqs), max(width, 1)), Vocab.PAD, dtype=torch.long)
+def pad(seqs: list[Tensor], eos: bool = True, multiple: int = 1) -> tuple[Tensor, Tensor]:
+    """Stack id sequences into [B, width] with EOS after each (when `eos`) and PAD after that; the width is
+    rounded up to a multiple of `multiple` (static shapes: train/graphs.py)."""
+    width = max(max(len(s) for s in seqs) + eos, 1)
+    ids = torch.full((len(seqs), width + -width % multiple), Vocab.PAD, dtype=torch.long)
     for row, s in enumerate(seqs):
         ids[row, : len(s)] = s
         if eos:
@@ -77,9 +78,9 @@ class SourceFormat:
         settings = model_settings(model_cfg)
         return cls(settings["source_eos"], settings["reverse_source"])
 
-    def batch(self, seqs: list[Tensor]) -> tuple[Tensor, Tensor]:
-        """Padded source ids [B, S] and mask, in the model's layout."""
-        return pad([s.flip(0) for s in seqs] if self.reverse else seqs, eos=self.eos)
+    def batch(self, seqs: list[Tensor], multiple: int = 1) -> tuple[Tensor, Tensor]:
+        """Padded source ids [B, S] and mask, in the model's layout (S a multiple of `multiple`)."""
+        return pad([s.flip(0) for s in seqs] if self.reverse else seqs, eos=self.eos, multiple=multiple)
 
     def words(self, mask: Tensor) -> Tensor:
         """The number of source words [B] in a batch laid out this way (its EOS not counted)."""
@@ -92,10 +93,10 @@ class SourceFormat:
         return length - 1 - j if self.reverse else j
 
 
-def collate(data: ParallelData, indices: Tensor, source: SourceFormat = SourceFormat()) -> Batch:
-    """The batch of the given pair indices."""
-    src, src_mask = source.batch([data.src(int(i)) for i in indices])
-    tgt, tgt_mask = pad([data.tgt(int(i)) for i in indices])
+def collate(data: ParallelData, indices: Tensor, source: SourceFormat = SourceFormat(), multiple: int = 1) -> Batch:
+    """The batch of the given pair indices, its widths multiples of `multiple`."""
+    src, src_mask = source.batch([data.src(int(i)) for i in indices], multiple)
+    tgt, tgt_mask = pad([data.tgt(int(i)) for i in indices], multiple=multiple)
     return Batch(src, src_mask, tgt, tgt_mask, indices)
 
 
@@ -122,6 +123,7 @@ class BatchStream:
         sort_by: str = "max",
         shuffle_batches: bool = False,
         source: SourceFormat = SourceFormat(),
+        pad_to: int = 1,
     ) -> None:
         kept = length_filter(data, max_len)
         if len(kept) == 0:
@@ -137,6 +139,7 @@ class BatchStream:
         self.sort_by = sort_by
         self.shuffle_batches = shuffle_batches
         self.source = source
+        self.pad_to = pad_to
         self._group: tuple[int, list[Tensor]] | None = None
 
     @property
@@ -168,7 +171,7 @@ class BatchStream:
         group, within = divmod(update, self.sort_k)
         if self._group is None or self._group[0] != group:
             self._group = (group, self._group_batches(group))
-        return collate(self.data, self._group[1][within], self.source)
+        return collate(self.data, self._group[1][within], self.source, self.pad_to)
 
 
 def updates_for_epochs(epochs: float, pairs: int, batch_size: int) -> int:

@@ -14,6 +14,8 @@ TRAIN_DEFAULTS = {
     "precision": "float32",
     "sync": "auto",
     "host_memory": "keep",
+    "graph": "none",
+    "pad_to": 8,
 }
 # The ones written into every resolved system config (results/config/SYSTEM.json), which checkpoints fingerprint.
 RESOLVED_KEYS = ("max_len", "patience", "sort_k_batches")

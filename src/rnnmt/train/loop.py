@@ -14,7 +14,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from rnnmt.errors import UserError
-from rnnmt.models.build import Seq2Seq, build_model, count_parameters, set_recurrence
+from rnnmt.models.build import Seq2Seq, build_model, count_parameters, set_packed, set_recurrence
 from rnnmt.runtime import format_duration, keep_freed_memory, log
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
@@ -22,6 +22,7 @@ from rnnmt.train import checkpoint, distributed
 from rnnmt.train.batching import Batch, BatchStream, SourceFormat, eval_batches
 from rnnmt.train.defaults import TRAIN_DEFAULTS
 from rnnmt.train.distributed import World
+from rnnmt.train.graphs import GRAPHS, StaticUpdate
 from rnnmt.train.nll import SentenceNLL
 from rnnmt.train.optim import build_optimizer, clip_gradients, learning_rate
 
@@ -85,7 +86,7 @@ class TrainState:
 
 def sentence_nll(objective: nn.Module, batch: Batch) -> torch.Tensor:
     """Summed token NLL per sentence [B] (nats), from a `SentenceNLL` (or its DDP wrapper)."""
-    return objective(batch.src, batch.src_mask, batch.tgt, batch.token_rows)
+    return objective(batch.src, batch.src_mask, batch.tgt, batch.tgt_mask, batch.token_rows)
 
 
 @torch.no_grad()
@@ -103,15 +104,18 @@ def heldout_cost(model: Seq2Seq, data: ParallelData, device: torch.device, sourc
     return {"nll": total / len(data), "ppl": math.exp(total / max(tokens, 1))}
 
 
-def _loss(per_sentence: torch.Tensor, batch: Batch, kind: str) -> torch.Tensor:
+def _loss_divisor(batch: Batch, kind: str) -> int:
     """'sum': GroundHog's sum of all token NLLs (§1.8); 'sentence_mean': Luong's sum divided by the batch
-    size (§4.5); 'token_mean': divided by the target tokens. `batch` is the whole batch, `per_sentence`
-    the NLLs of all or (data-parallel) some of its sentences."""
-    total = per_sentence.sum()
+    size (§4.5); 'token_mean': divided by the target tokens. `batch` is the whole batch."""
     divisor = {"sum": 1, "sentence_mean": len(batch.indices), "token_mean": batch.target_tokens}
     if kind not in divisor:
         raise UserError(f"train.loss is {kind!r}; expected one of {', '.join(divisor)}.")
-    return total / divisor[kind]
+    return divisor[kind]
+
+
+def _loss(per_sentence: torch.Tensor, batch: Batch, kind: str) -> torch.Tensor:
+    """The loss of `batch` from the NLLs of all or (data-parallel) some of its sentences."""
+    return per_sentence.sum() / _loss_divisor(batch, kind)
 
 
 class Trainer:
@@ -158,6 +162,7 @@ class Trainer:
         # Luong's gradient norm leaves out the embeddings ("historical reason", §4.5); all are rescaled.
         self.norm_params = [p for name, p in self.model.named_parameters() if self.cfg["clip_embeddings"] or ".embed." not in name]
         self.optimizer = build_optimizer(self.params, self.cfg["optimizer"])
+        self.static = self._static_update(len(tgt_vocab))
         self.source = SourceFormat.of(system["model"])
         self.stream = BatchStream(
             train_data,
@@ -168,6 +173,7 @@ class Trainer:
             sort_by=self.cfg["sort_by"],
             shuffle_batches=self.cfg["shuffle_batches"],
             source=self.source,
+            pad_to=1 if self.static is None else self.cfg["pad_to"],
         )
         self.budget = self.stream.updates_for(self.cfg["epochs"]) if self.cfg["epochs"] is not None else self.cfg["updates"]
         self.fingerprint = checkpoint.fingerprint(system, data_sha256)
@@ -175,6 +181,26 @@ class Trainer:
         self.state = TrainState()
         self.best_weights: dict[str, torch.Tensor] | None = None
         self.stop = StopFlag()
+
+    def _static_update(self, tgt_vocab: int) -> StaticUpdate | None:
+        """train.graph's update at static shapes (graphs.py), or None for the default."""
+        graph, pad_to = self.cfg["graph"], self.cfg["pad_to"]
+        if graph not in GRAPHS:
+            raise UserError(f"train.graph is {graph!r}; expected one of {', '.join(GRAPHS)}.")
+        if graph == "none":
+            return None
+        if self.world.parallel:
+            raise UserError(f"train.graph is {graph!r}, but training runs in {self.world.size} processes; expected graph: none for data-parallel training.")
+        if graph == "cuda":
+            if self.device.type != "cuda":
+                raise UserError(f"train.graph is 'cuda', but training runs on {self.device}; expected a CUDA device (or graph: static or none).")
+            if self.cfg["max_len"] is None:
+                raise UserError("train.graph is 'cuda', but train.max_len is not set; expected a maximum length, which bounds the shapes to capture.")
+            # Every captured graph reads and writes the softmax buffer at one address: allocated for the widest batch.
+            width = -(-(self.cfg["max_len"] + 1) // pad_to) * pad_to
+            self.objective.workspace.reserve(self.cfg["batch_size"] * width, tgt_vocab, torch.float32, self.device)
+        set_packed(self.model, False)
+        return StaticUpdate(self.objective, self.params, self.autocast_dtype, capture=graph == "cuda")
 
     def resume(self) -> None:
         """Continue from a matching checkpoint, if any."""
@@ -201,17 +227,20 @@ class Trainer:
         }
         checkpoint.save(self.ckpt_path, state)
 
-    def step(self, update: int) -> tuple[torch.Tensor, int, int]:
-        """One update; returns (this process's summed NLL, on the device: nothing waits for it; sentences,
-        target tokens)."""
-        batch = self.stream.batch(update)
+    def step(self, update: int, batch: Batch | None = None) -> tuple[torch.Tensor, int, int]:
+        """One update (on `batch` if given: the stream's batch of that update, made beforehand); returns (this
+        process's summed NLL, on the device: nothing waits for it; sentences, target tokens)."""
+        batch = batch if batch is not None else self.stream.batch(update)
         lr = learning_rate(self.cfg["optimizer"], self.cfg["lr_decay"], int(self.stream.epochs(update)))
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        with torch.autocast(self.device.type, dtype=self.autocast_dtype or torch.float32, enabled=self.autocast_dtype is not None):
-            per_sentence = sentence_nll(self.objective, distributed.shard(batch, self.world).to(self.device))
-        self.optimizer.zero_grad(set_to_none=True)
-        (_loss(per_sentence, batch, self.cfg["loss"]) * self.world.size).backward()
+        if self.static is not None:
+            per_sentence = self.static(batch.to(self.device), 1 / _loss_divisor(batch, self.cfg["loss"]))
+        else:
+            with torch.autocast(self.device.type, dtype=self.autocast_dtype or torch.float32, enabled=self.autocast_dtype is not None):
+                per_sentence = sentence_nll(self.objective, distributed.shard(batch, self.world).to(self.device))
+            self.optimizer.zero_grad(set_to_none=True)
+            (_loss(per_sentence, batch, self.cfg["loss"]) * self.world.size).backward()
         clip_gradients(self.params, self.cfg["clip_norm"], self.norm_params, on_device=self.clip_on_device)
         self.optimizer.step()
         return per_sentence.detach().sum().double(), len(batch.indices), batch.target_tokens  # summed as the host would

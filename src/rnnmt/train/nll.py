@@ -30,10 +30,17 @@ class Workspace:
 
     def __init__(self) -> None:
         self.buffer: Tensor | None = None
+        self.fixed = False
+
+    def reserve(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> None:
+        """Allocate for the largest batch now and never again: captured CUDA graphs keep its address."""
+        self.buffer, self.fixed = torch.empty(rows * cols, dtype=dtype, device=device), True
 
     def take(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> Tensor:
         size = rows * cols
         if self.buffer is None or self.buffer.numel() < size or self.buffer.dtype != dtype or self.buffer.device != device:
+            if self.fixed:
+                raise RuntimeError(f"the reserved softmax buffer holds {self.buffer.numel():,} {self.buffer.dtype} values; {size:,} {dtype} were asked for")
             self.buffer = torch.empty(size, dtype=dtype, device=device)
         return self.buffer[:size].view(rows, cols)
 
@@ -85,6 +92,13 @@ def output_nll(hidden: Tensor, layer: nn.Linear, tgt: Tensor, rows: Tensor, work
     return nll.new_zeros(tgt.numel()).index_put((rows,), nll).view_as(tgt).sum(dim=1)
 
 
+def masked_output_nll(hidden: Tensor, layer: nn.Linear, tgt: Tensor, tgt_mask: Tensor, workspace: Workspace) -> Tensor:
+    """What `output_nll` sums, at static shapes: every position's NLL, padding's set to 0 (and so its gradient),
+    so that no size depends on the number of real tokens (train/graphs.py)."""
+    nll = OutputNLL.apply(hidden.flatten(0, 1), layer.weight, layer.bias, tgt.flatten(), workspace)
+    return nll.view_as(tgt).masked_fill(~tgt_mask, 0.0).sum(dim=1)
+
+
 class SentenceNLL(nn.Module):
     """A model's training objective as a module (what DistributedDataParallel wraps): NLL per sentence."""
 
@@ -93,6 +107,10 @@ class SentenceNLL(nn.Module):
         self.model = model
         self.workspace = Workspace()
 
-    def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor, token_rows: Tensor) -> Tensor:
+    def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor, tgt_mask: Tensor, token_rows: Tensor | None = None) -> Tensor:
+        """`token_rows` (Batch.token_rows): only the real target tokens' logits are computed; None: every
+        position's, padding's masked (static shapes)."""
         hidden, _ = self.model.features(src, src_mask, tgt)
+        if token_rows is None:
+            return masked_output_nll(hidden, self.model.decoder.output_layer, tgt, tgt_mask, self.workspace)
         return output_nll(hidden, self.model.decoder.output_layer, tgt, token_rows, self.workspace)
