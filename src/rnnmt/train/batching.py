@@ -54,11 +54,16 @@ class Batch:
         return len(self.token_rows)
 
 
+def round_up(n: int, multiple: int) -> int:
+    """The smallest multiple of `multiple` that is at least n."""
+    return n + -n % multiple
+
+
 def pad(seqs: list[Tensor], eos: bool = True, multiple: int = 1) -> tuple[Tensor, Tensor]:
     """Stack id sequences into [B, width] with EOS after each (when `eos`) and PAD after that; the width is
     rounded up to a multiple of `multiple` (static shapes: train/graphs.py)."""
-    width = max(max(len(s) for s in seqs) + eos, 1)
-    ids = torch.full((len(seqs), width + -width % multiple), Vocab.PAD, dtype=torch.long)
+    width = round_up(max(max(len(s) for s in seqs) + eos, 1), multiple)
+    ids = torch.full((len(seqs), width), Vocab.PAD, dtype=torch.long)
     for row, s in enumerate(seqs):
         ids[row, : len(s)] = s
         if eos:

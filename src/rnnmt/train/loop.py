@@ -19,7 +19,7 @@ from rnnmt.runtime import format_duration, keep_freed_memory, log
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train import checkpoint, distributed
-from rnnmt.train.batching import Batch, BatchStream, SourceFormat, eval_batches
+from rnnmt.train.batching import Batch, BatchStream, SourceFormat, eval_batches, round_up
 from rnnmt.train.defaults import TRAIN_DEFAULTS
 from rnnmt.train.distributed import World
 from rnnmt.train.graphs import GRAPHS, StaticUpdate
@@ -197,7 +197,7 @@ class Trainer:
             if self.cfg["max_len"] is None:
                 raise UserError("train.graph is 'cuda', but train.max_len is not set; expected a maximum length, which bounds the shapes to capture.")
             # Every captured graph reads and writes the softmax buffer at one address: allocated for the widest batch.
-            width = -(-(self.cfg["max_len"] + 1) // pad_to) * pad_to
+            width = round_up(self.cfg["max_len"] + 1, pad_to)
             self.objective.workspace.reserve(self.cfg["batch_size"] * width, tgt_vocab, torch.float32, self.device)
         set_packed(self.model, False)
         return StaticUpdate(self.objective, self.params, self.autocast_dtype, capture=graph == "cuda")
