@@ -15,6 +15,7 @@ from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train.batching import SourceFormat
 from rnnmt.train.loop import Trainer
+from rnnmt.train import nll
 from rnnmt.train.nll import OutputNLL, Workspace, output_nll
 
 from conftest import tiny_luong_config, tiny_model_config, tiny_system
@@ -82,8 +83,12 @@ def test_luong_feed_loop_gradients_with_dropout_and_clipping():
     assert gradcheck(loop, [t for t in leaves if t is not None], atol=1e-6)
 
 
+@pytest.mark.parametrize("block_rows", [None, 2])
 @pytest.mark.parametrize("bias", [True, False])
-def test_output_nll_is_cross_entropy_with_its_gradient(bias):
+def test_output_nll_is_cross_entropy_with_its_gradient(bias, block_rows, monkeypatch):
+    """Whole, and in blocks of 2 rows (the last one short), as the forward pass takes them on a CPU."""
+    if block_rows:
+        monkeypatch.setattr(nll, "CACHE_FLOATS", 11 * block_rows)
     torch.manual_seed(0)
     h, weight = rand(7, 5), rand(11, 5)
     b = rand(11) if bias else None

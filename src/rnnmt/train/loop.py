@@ -198,7 +198,7 @@ class Trainer:
                 raise UserError("train.graph is 'cuda', but train.max_len is not set; expected a maximum length, which bounds the shapes to capture.")
             # Every captured graph reads and writes the softmax buffer at one address: allocated for the widest batch.
             width = round_up(self.cfg["max_len"] + 1, pad_to)
-            self.objective.workspace.reserve(self.cfg["batch_size"] * width, tgt_vocab, torch.float32, self.device)
+            self.objective.workspace.reserve(self.cfg["batch_size"] * width, tgt_vocab, self.autocast_dtype or torch.float32, self.device)
         set_packed(self.model, False)
         return StaticUpdate(self.objective, self.params, self.autocast_dtype, capture=graph == "cuda")
 
