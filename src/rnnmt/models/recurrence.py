@@ -14,6 +14,9 @@ which autograd differentiates step by step and which the tests compare them with
 Under autocast (`train.precision: bfloat16`) the matrix products run in bfloat16 and everything else
 (states, gates, softmax, gradients) in float32: `Precision` holds the two dtypes.
 
+Products of each sentence's states with one vector per sentence (attention scores and their gradients) are
+written row · matrixᵀ, [B, 1, H]·[B, H, S]: torch's batched matrix · column kernel takes twice as long on a CPU.
+
 Notation (per step, rows = batch): gates g = σ(x_zr + U_zr h), z = g[:H], r = g[H:]; candidate
 h̃ = tanh(x_h + b + U (r ∘ h)); h' = h + m ∘ z ∘ (h̃ − h), m = 1 on real positions (0 carries h over).
 """
@@ -224,7 +227,7 @@ class AttentiveGRULoop(torch.autograd.Function):
                 dc = p.addmm(dc.to(p.acc), dx[t], C)
             dc_all[t] = dc
             alpha = alphas[t]
-            dalpha = torch.bmm(annotations, dc.unsqueeze(2)).squeeze(2)
+            dalpha = torch.bmm(dc.unsqueeze(1), annotations.transpose(1, 2)).squeeze(1)
             if d_alphas is not None:
                 dalpha = dalpha + d_alphas[t]
             torch.ops.aten._softmax_backward_data.out(dalpha, alpha, -1, alpha.dtype, grad_input=de_all[t])
@@ -328,7 +331,7 @@ class LuongFeedLoop(torch.autograd.Function):
                 c[layer, t + 1] = c_raw[layer, t].clamp(-clip, clip) if clip is not None else c_raw[layer, t]
             top = h[L - 1, t + 1]
             if dot_mask is not None:
-                energy = torch.bmm(keys, top.unsqueeze(2)).squeeze(2).masked_fill_(~dot_mask, float("-inf"))
+                energy = torch.bmm(top.unsqueeze(1), keys.transpose(1, 2)).squeeze(1).masked_fill_(~dot_mask, float("-inf"))
                 torch.ops.aten._softmax.out(energy, -1, False, out=alphas[t])
                 torch.bmm(alphas[t].unsqueeze(1), annotations, out=contexts[t].unsqueeze(1))
             else:
@@ -370,7 +373,7 @@ class LuongFeedLoop(torch.autograd.Function):
             d_context = p.mm(d_pre_c[t], Wcc)
             if dot_mask is not None:
                 d_contexts[t] = d_context
-                d_alpha = torch.bmm(annotations, d_context.unsqueeze(2)).squeeze(2)
+                d_alpha = torch.bmm(d_context.unsqueeze(1), annotations.transpose(1, 2)).squeeze(1)
                 if d_alphas is not None:
                     d_alpha += d_alphas[t]
                 torch.ops.aten._softmax_backward_data.out(d_alpha, alphas[t], -1, alphas.dtype, grad_input=d_scores[t])
