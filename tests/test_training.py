@@ -1,8 +1,9 @@
-"""Batching, length filter, resume equality, stale checkpoints, stop signals and the job deadline."""
+"""Batching, length filter, resume equality, stale checkpoints, stop signals, the job deadline and the training clock."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -404,3 +405,103 @@ def test_an_epoch_budget_sets_the_updates(tiny_corpus, tmp_path):
     trainer = make_trainer(tiny_corpus, tmp_path, epochs=2, updates=1, max_len=None)
     assert trainer.budget == 2 * 40 // 4
     assert trainer.run()["updates"] == 20
+
+
+# --- The clock: wall time and the logged rate, read where the device has finished its queued work -------
+
+PROGRESS = re.compile(r"update (\d+)/\d+ \|.* \| ([\d,]+) tgt tok/s \| ETA ")
+
+
+def record_progress(trainer: Trainer) -> list[tuple[int, float, float]]:
+    """Replace the trainer's log: each progress line becomes (update, logged tgt tok/s, time.perf_counter() at the call)."""
+    lines = []
+
+    def log(message: str) -> None:
+        now = time.perf_counter()
+        if m := PROGRESS.match(message):
+            lines.append((int(m[1]), float(m[2].replace(",", "")), now))
+
+    trainer.log = log
+    return lines
+
+
+def target_tokens(trainer: Trainer, start: int, end: int) -> int:
+    """Target tokens of the updates that took the count from `start` to `end`."""
+    return sum(trainer.stream.batch(u).target_tokens for u in range(start, end))
+
+
+class LateDevice:
+    """Stands in for a GPU behind the host: each synchronisation waits for the queued work (the next of
+    `waits`, in turn: unequal, so that a clock read before the wait would be seen), and records the update,
+    the wait and the time the device was done."""
+
+    def __init__(self, trainer: Trainer, waits: tuple[float, ...]) -> None:
+        self.trainer, self.waits = trainer, waits
+        self.calls: list[tuple[int, float, float]] = []
+        trainer.synchronize = self
+
+    def __call__(self) -> None:
+        wait = self.waits[len(self.calls) % len(self.waits)]
+        time.sleep(wait)
+        self.calls.append((self.trainer.state.update, wait, time.perf_counter()))
+
+    def updates(self) -> list[int]:
+        return [u for u, _, _ in self.calls]
+
+    def seconds_between(self, first: int, last: int) -> float:
+        return self.calls[last][2] - self.calls[first][2]
+
+    def waited_after(self, first: int) -> float:
+        """The waits of the calls after call `first`: the ones inside the clock's time from there."""
+        return sum(wait for _, wait, _ in self.calls[first + 1 :])
+
+
+def test_the_logged_rate_is_the_target_tokens_over_the_wall_time_between_log_lines(tiny_corpus, tmp_path):
+    """Validation is made slow (50 ms): the rate is the run's, with it, not that of the updates alone."""
+    trainer = make_trainer(tiny_corpus, tmp_path, updates=12, log_every=3, valid_every=2)
+    lines = record_progress(trainer)
+    validate = trainer.validate
+
+    def slow_validation() -> bool:
+        time.sleep(0.05)
+        return validate()
+
+    trainer.validate = slow_validation
+    trainer.run()
+    assert [u for u, _, _ in lines] == [3, 6, 9, 12]
+    for (start, _, before), (end, rate, now) in zip(lines, lines[1:]):
+        assert rate == pytest.approx(target_tokens(trainer, start, end) / (now - before), rel=0.05)
+
+
+def test_the_clock_waits_for_the_device_at_log_points_and_not_per_update(tiny_corpus, tmp_path):
+    trainer = make_trainer(tiny_corpus, tmp_path, updates=12, log_every=3)
+    device = LateDevice(trainer, (0.05, 0.15))
+    lines = record_progress(trainer)
+    meta = trainer.run()
+    assert device.updates() == [0, 3, 6, 9, 12, 12]  # the loop's start, each log point, its end
+    for i, (end, rate, _) in enumerate(lines):
+        start, seconds = device.calls[i][0], device.seconds_between(i, i + 1)
+        assert seconds >= device.calls[i + 1][1]  # the log line waited for the device
+        assert rate == pytest.approx(target_tokens(trainer, start, end) / seconds, rel=0.05)
+    assert meta["wall_time_s"] >= device.waited_after(0)
+    assert meta["wall_time_s"] == pytest.approx(device.seconds_between(0, -1), rel=0.05)
+
+
+def test_the_wall_time_of_a_resumed_run_adds_both_runs_loop_times(tiny_corpus, tmp_path, stop_signal_handlers):
+    """The stop's checkpoint holds the interrupted loop's time, synced; the resumed run adds its own."""
+    settings = {"updates": 9, "log_every": 3, "checkpoint_every": 1000}
+    interrupted = make_trainer(tiny_corpus, tmp_path, **settings)
+    first = LateDevice(interrupted, (0.02, 0.04, 0.06, 0.08))
+    interrupt_at(interrupted, 4)
+    with pytest.raises(TrainingInterrupted, match="checkpoint at update 5"):
+        interrupted.run()
+    assert first.updates() == [0, 3, 5]
+    saved = checkpoint.load_matching(interrupted.ckpt_path, interrupted.fingerprint, print)["state"]["wall_time_s"]
+    assert saved >= first.waited_after(0)
+    assert saved == pytest.approx(first.seconds_between(0, -1), rel=0.05)
+    resumed = make_trainer(tiny_corpus, tmp_path, **settings)
+    second = LateDevice(resumed, (0.02, 0.04, 0.06, 0.08))
+    meta = resumed.run()
+    assert second.updates() == [5, 6, 9, 9]
+    assert meta["wall_time_s"] - saved >= second.waited_after(0)
+    assert meta["wall_time_s"] == pytest.approx(saved + second.seconds_between(0, -1), rel=0.05)

@@ -69,6 +69,12 @@ def pick_device(name: str, gpu_lock_dir: Path | None = None) -> torch.device:
     return torch.device("cuda", taken.index)
 
 
+def synchronize(device: torch.device) -> None:
+    """Wait until `device` has run all the work queued on it (a GPU runs behind the host; a CPU never does)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def log(message: str) -> None:
     """One timestamped progress line on stderr (rules redirect it to their log file)."""
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)

@@ -13,27 +13,24 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from rnnmt import runtime
 from rnnmt.errors import UserError
 from rnnmt.models.build import Seq2Seq, build_model, count_parameters, set_packed, set_recurrence
 from rnnmt.runtime import format_duration, keep_freed_memory, log
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
-from rnnmt.train import checkpoint, distributed
+from rnnmt.train import checkpoint, device_choices, distributed
 from rnnmt.train.batching import Batch, BatchStream, SourceFormat, eval_batches, round_up
 from rnnmt.train.defaults import TRAIN_DEFAULTS
 from rnnmt.train.distributed import World
-from rnnmt.train.graphs import GRAPHS, StaticUpdate
+from rnnmt.train.graphs import StaticUpdate
 from rnnmt.train.nll import SentenceNLL
 from rnnmt.train.optim import build_optimizer, clip_gradients, learning_rate
 
 
-# train.precision: the dtype matrix products run in during training (autocast); weights, optimiser state,
-# softmax, loss and gradient clipping stay float32 either way.
-PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16}
-
-# train.sync: whether gradient clipping decides on the host in every update (`update`) or on the device
-# (`logging`: the host then reads the device only at log points); auto = on the device on a GPU only.
-SYNCS = {"update": lambda device: False, "logging": lambda device: True, "auto": lambda device: device.type == "cuda"}
+# train.precision (as device_choices resolves it): the dtype matrix products run in during training
+# (autocast); weights, optimiser state, softmax, loss and gradient clipping stay float32 either way.
+AUTOCAST = {"float32": None, "bfloat16": torch.bfloat16}
 
 # train.host_memory: whether the process keeps freed host memory for reuse (runtime.keep_freed_memory) or
 # lets the C library return it to the kernel (its default).
@@ -75,6 +72,8 @@ class TrainState:
     """Everything that changes during training, i.e. what a checkpoint holds besides the weights."""
 
     update: int = 0
+    # Wall time of the training loop, summed over runs, read only where the device has finished its queued
+    # work (loop start, log points, stop, loop end): a periodic checkpoint holds the last log point's value.
     wall_time_s: float = 0.0
     best_dev: float = float("inf")
     best_update: int = 0
@@ -124,6 +123,10 @@ class Trainer:
     With early stopping (`patience`), the weights of the best validation so far are kept (on the CPU)
     and written inside the same checkpoint, so that the checkpoint alone restores everything and the
     model published at the end is always the one `best_update` names.
+
+    meta.json's `wall_time_s` is the wall time the training loop ran, resumed runs adding their own, with
+    validation and checkpoints included and the device's queued work waited for at every clock point
+    (`synchronize`): on a GPU the host enqueues updates far ahead of the device.
     """
 
     def __init__(
@@ -146,12 +149,10 @@ class Trainer:
         torch.manual_seed(system["seed"])
         self.model = build_model(system["model"], len(src_vocab), len(tgt_vocab)).to(device)
         set_recurrence(self.model, self.cfg["recurrence"])
-        if self.cfg["precision"] not in PRECISIONS:
-            raise UserError(f"train.precision is {self.cfg['precision']!r}; expected one of {', '.join(PRECISIONS)}.")
-        self.autocast_dtype = PRECISIONS[self.cfg["precision"]]
-        if self.cfg["sync"] not in SYNCS:
-            raise UserError(f"train.sync is {self.cfg['sync']!r}; expected one of {', '.join(SYNCS)}.")
-        self.clip_on_device = SYNCS[self.cfg["sync"]](device)
+        self.choices = device_choices.choose(self.cfg, device, world.size)
+        self.autocast_dtype = AUTOCAST[self.choices["precision"].value]
+        # sync logging: gradient clipping decides on the device, and the host reads it only at log points.
+        self.clip_on_device = self.choices["sync"].value == "logging"
         if self.cfg["host_memory"] not in HOST_MEMORY:
             raise UserError(f"train.host_memory is {self.cfg['host_memory']!r}; expected one of {', '.join(HOST_MEMORY)}.")
         HOST_MEMORY[self.cfg["host_memory"]]()
@@ -176,7 +177,9 @@ class Trainer:
             pad_to=1 if self.static is None else self.cfg["pad_to"],
         )
         self.budget = self.stream.updates_for(self.cfg["epochs"]) if self.cfg["epochs"] is not None else self.cfg["updates"]
-        self.fingerprint = checkpoint.fingerprint(system, data_sha256)
+        # The precision `auto` resolved to on this device: a checkpoint resumes only in the precision that wrote it.
+        resolved = {**system, "train": {**system["train"], "precision": self.choices["precision"].value}}
+        self.fingerprint = checkpoint.fingerprint(resolved, data_sha256)
         self.ckpt_path = out_dir / "ckpt" / "last.pt"
         self.state = TrainState()
         self.best_weights: dict[str, torch.Tensor] | None = None
@@ -184,9 +187,7 @@ class Trainer:
 
     def _static_update(self, tgt_vocab: int) -> StaticUpdate | None:
         """train.graph's update at static shapes (graphs.py), or None for the default."""
-        graph, pad_to = self.cfg["graph"], self.cfg["pad_to"]
-        if graph not in GRAPHS:
-            raise UserError(f"train.graph is {graph!r}; expected one of {', '.join(GRAPHS)}.")
+        graph, pad_to = self.choices["graph"].value, self.cfg["pad_to"]
         if graph == "none":
             return None
         if self.world.parallel:
@@ -245,6 +246,33 @@ class Trainer:
         self.optimizer.step()
         return per_sentence.detach().sum().double(), len(batch.indices), batch.target_tokens  # summed as the host would
 
+    def synchronize(self) -> None:
+        """Wait until the device has run the work queued so far; every clock point goes through here."""
+        runtime.synchronize(self.device)
+
+    def _synced_time(self) -> float:
+        """time.perf_counter() once the device has caught up with the host."""
+        self.synchronize()
+        return time.perf_counter()
+
+    def _clock_point(self, previous: float) -> float:
+        """The time of a synced point, with the wall time since the `previous` one added to `wall_time_s`."""
+        now = self._synced_time()
+        self.state.wall_time_s += now - previous
+        return now
+
+    def _log_progress(self, window: dict[str, float], seconds: float) -> None:
+        """The progress line of the updates since the previous log point, `seconds` of wall time ago: the
+        rate includes whatever ran between the updates (validation, checkpoints), so the ETA is the run's."""
+        s, budget = self.state, self.budget
+        eta = (budget - s.update) * seconds / window["updates"]
+        self.log(
+            f"update {s.update}/{budget} | epoch {self.stream.epochs(s.update):.2f} | "
+            f"lr {self.optimizer.param_groups[0]['lr']:.4g} | "
+            f"NLL/sent {s.train_nll:.2f} | NLL/tok {window['nll'] / window['tokens']:.3f} | "
+            f"{window['tokens'] / seconds:,.0f} tgt tok/s | ETA {format_duration(eta)}"
+        )
+
     def validate(self) -> bool:
         """Held-out costs into the log and history; returns True (on every process) when patience has run out."""
         return distributed.anyone(self.world.main and self._validate(), self.world, self.device)
@@ -277,37 +305,35 @@ class Trainer:
             f"{self.stream.pairs:,} pairs within max_len={self.cfg['max_len']}, device {self.device}, "
             f"threads {torch.get_num_threads()}, processes {self.world.size}, updates {s.update}->{budget}"
         )
+        self.log("; ".join(f"{key} {c.value} ({c.why})" for key, c in self.choices.items()))
         if s.stopped == "early_stopping":
             self.log(f"the checkpoint had already stopped early at update {s.update}")
-        window = {"nll": 0.0, "sents": 0, "tokens": 0, "time": 0.0}
+        window = {"nll": 0.0, "sents": 0, "tokens": 0, "updates": 0}
+        # An update may return before the device has run it (train.sync: logging), so the clock is read only
+        # where the device has caught up: here, at log points, at a stop and at the end; never per update.
+        mark = self._synced_time()
         while s.update < budget and s.stopped != "early_stopping":
-            t0 = time.perf_counter()
             nll, sents, tokens = self.step(s.update)
-            dt = time.perf_counter() - t0
             s.update += 1
-            s.wall_time_s += dt
-            for key, value in (("nll", nll), ("sents", sents), ("tokens", tokens), ("time", dt)):
+            for key, value in (("nll", nll), ("sents", sents), ("tokens", tokens), ("updates", 1)):
                 window[key] += value
             if s.update % self.cfg["log_every"] == 0 or s.update == budget:
                 # Every process logs at the same updates, so the sum over processes happens here, not per update.
                 window["nll"] = distributed.total(float(window["nll"]), self.world, self.device)
                 s.train_nll = window["nll"] / window["sents"]
-                eta = (budget - s.update) * window["time"] / max(1, window["sents"]) * self.cfg["batch_size"]
-                self.log(
-                    f"update {s.update}/{budget} | epoch {self.stream.epochs(s.update):.2f} | "
-                    f"lr {self.optimizer.param_groups[0]['lr']:.4g} | "
-                    f"NLL/sent {s.train_nll:.2f} | NLL/tok {window['nll'] / window['tokens']:.3f} | "
-                    f"{window['tokens'] / window['time']:,.0f} tgt tok/s | ETA {format_duration(eta)}"
-                )
-                window = {"nll": 0.0, "sents": 0, "tokens": 0, "time": 0.0}
+                previous, mark = mark, self._clock_point(mark)
+                self._log_progress(window, mark - previous)
+                window = {"nll": 0.0, "sents": 0, "tokens": 0, "updates": 0}
             if s.update % self.cfg["valid_every"] == 0 and self.validate():
                 s.stopped = "early_stopping"
             if distributed.anyone(self.stop.raised, self.world, self.device):
+                self._clock_point(mark)
                 self.save_checkpoint()
                 distributed.barrier(self.world)
                 raise TrainingInterrupted(f"{self.stop.reason or 'another training process stopped'}; checkpoint at update {s.update} written to {self.ckpt_path}")
             if s.update % self.cfg["checkpoint_every"] == 0:
                 self.save_checkpoint()
+        self._clock_point(mark)
         s.stopped = s.stopped or "budget"
         self.save_checkpoint()
         if not self.world.main:
