@@ -106,7 +106,7 @@ def test_a_static_run_resumes_to_the_same_weights(tiny_corpus, tmp_path):
     "train, expected",
     [
         ({"graph": "cuda"}, "train.graph is 'cuda', but training runs on cpu; expected a CUDA device"),
-        ({"graph": "eager"}, "train.graph is 'eager'; expected one of none, static, cuda."),
+        ({"graph": "eager"}, "train.graph is 'eager'; expected one of auto, none, static, cuda."),
     ],
 )
 def test_a_graph_setting_that_cannot_run_here_is_a_clear_error(tiny_corpus, tmp_path, train, expected):

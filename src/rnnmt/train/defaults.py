@@ -11,11 +11,13 @@ TRAIN_DEFAULTS = {
     "patience": None,
     "sort_k_batches": 20,
     "recurrence": "fused",
-    "precision": "float32",
+    "precision": "auto",  # train/device_choices.py: bfloat16 on a GPU, float32 on a CPU
     "sync": "auto",
     "host_memory": "keep",
-    "graph": "none",
+    "graph": "auto",  # train/device_choices.py: cuda on a GPU (with max_len, one process), none elsewhere
     "pad_to": 8,
 }
+# The values of the settings train/device_choices.py resolves on the device that trains (`auto`).
+DEVICE_CHOICES = {"precision": ("auto", "float32", "bfloat16"), "graph": ("auto", "none", "static", "cuda"), "sync": ("auto", "update", "logging")}
 # The ones written into every resolved system config (results/config/SYSTEM.json), which checkpoints fingerprint.
 RESOLVED_KEYS = ("max_len", "patience", "sort_k_batches")

@@ -25,8 +25,6 @@ from torch import Tensor, nn
 from rnnmt.train.batching import Batch
 from rnnmt.train.nll import SentenceNLL
 
-GRAPHS = ("none", "static", "cuda")
-
 # The profiler's name for what a graph captures (bench.py counts the operator calls inside it).
 CAPTURED_REGION = "rnnmt::forward_backward"
 

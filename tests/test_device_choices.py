@@ -1,0 +1,92 @@
+"""`auto` training settings: the captured bfloat16 path on a CUDA device, float32 without graphs on a CPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from rnnmt import config as rnnmt_config
+from rnnmt.errors import UserError
+from rnnmt.train import device_choices
+from rnnmt.train.defaults import DEVICE_CHOICES, TRAIN_DEFAULTS
+from rnnmt.train.device_choices import choose, cpu_multiplies_bfloat16
+
+ROOT = Path(__file__).resolve().parents[1]
+CUDA, CPU = torch.device("cuda"), torch.device("cpu")
+
+
+def paper_train(name: str) -> dict:
+    """A system's train settings at the paper scale, with the defaults training fills in."""
+    config = rnnmt_config.load(ROOT / "config.yaml", rnnmt_config.schema_beside(ROOT / "config.yaml"))
+    config["scale"] = "paper"
+    return {**TRAIN_DEFAULTS, **rnnmt_config.training_settings(config, name)["train"]}
+
+
+@pytest.mark.parametrize("name", ["rnnsearch-50", "rnnencdec-30", "luong-global-general-feed"])
+def test_the_paper_scale_on_a_cuda_device_takes_the_captured_bfloat16_path(name, monkeypatch):
+    """No GPU needed: the decision reads the device's type (and, where one is visible, its compute capability)."""
+    monkeypatch.setattr(device_choices, "cuda_multiplies_bfloat16", lambda device: True)
+    chosen = choose(paper_train(name), CUDA)
+    assert {k: c.value for k, c in chosen.items()} == {"precision": "bfloat16", "graph": "cuda", "sync": "logging"}
+    assert all(c.why.startswith("auto: ") for c in chosen.values())
+
+
+def test_the_paper_scale_on_a_cpu_stays_float32_without_graphs():
+    chosen = choose(paper_train("rnnsearch-50"), CPU)
+    assert {k: c.value for k, c in chosen.items()} == {"precision": "float32", "graph": "none", "sync": "update"}
+
+
+def test_auto_leaves_a_gpu_without_bfloat16_in_float32_and_several_processes_uncaptured(monkeypatch):
+    monkeypatch.setattr(device_choices, "cuda_multiplies_bfloat16", lambda device: False)
+    chosen = choose(paper_train("rnnsearch-50"), CUDA, processes=2)
+    assert chosen["precision"].value == "float32" and "without bfloat16" in chosen["precision"].why
+    assert chosen["graph"].value == "none" and "2 data-parallel processes" in chosen["graph"].why
+
+
+def test_without_max_len_nothing_is_captured():
+    chosen = choose({**paper_train("rnnsearch-50"), "max_len": None}, CUDA)
+    assert chosen["graph"].value == "none" and "max_len" in chosen["graph"].why
+
+
+def test_a_value_given_in_the_config_wins_over_auto():
+    train = {**paper_train("rnnsearch-50"), "precision": "float32", "graph": "static", "sync": "update"}
+    chosen = choose(train, CUDA)
+    assert {k: (c.value, c.why) for k, c in chosen.items()} == {k: (train[k], "given in the config") for k in chosen}
+
+
+@pytest.mark.parametrize("key", ["precision", "graph", "sync"])
+def test_an_unknown_value_is_one_clear_sentence(key):
+    with pytest.raises(UserError, match=rf"^train\.{key} is 'fast'; expected one of auto, "):
+        choose({**paper_train("rnnsearch-50"), key: "fast"}, CPU)
+
+
+@pytest.mark.parametrize("cap,native", [("AVX512_CORE_BF16", False), ("AVX2", False), ("AVX512_CORE_AMX", None), ("ALL", None)])
+def test_a_onednn_cap_below_amx_means_no_native_bfloat16(monkeypatch, cap, native):
+    """ONEDNN_MAX_CPU_ISA emulates an older CPU; without a cap (or with AMX allowed) the CPU's flags decide."""
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
+    has_amx = "amx_bf16" in Path("/proc/cpuinfo").read_text().split() if Path("/proc/cpuinfo").exists() else False
+    assert cpu_multiplies_bfloat16() is (has_amx if native is None else native)
+
+
+def test_the_schema_offers_exactly_the_choices():
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    train = schema["$defs"]["train"]["properties"]
+    for key, known in DEVICE_CHOICES.items():
+        assert train[key]["enum"] == list(known)
+
+
+def test_show_system_prints_what_a_cuda_device_would_choose_and_why(capsys, monkeypatch):
+    import json
+
+    from rnnmt.cli import main
+
+    monkeypatch.setattr(device_choices, "cuda_multiplies_bfloat16", lambda device: True)
+    main(["show-system", "rnnsearch-50", "--scale", "paper", "--config", str(ROOT / "config.yaml"), "--device", "cuda"])
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["train"]["graph"] == "auto" and shown["train"]["precision"] == "auto"
+    chosen = shown["chosen for the device"]
+    assert chosen["device"] == "cuda" and chosen["graph"]["value"] == "cuda" and chosen["precision"]["value"] == "bfloat16"
+    assert "max_len" in chosen["graph"]["why"]
