@@ -10,6 +10,7 @@ import pytest
 import torch
 import yaml
 
+from rnnmt import bench
 from rnnmt.bench import synthetic_data
 from rnnmt.cli import main
 
@@ -46,30 +47,88 @@ def tiny_paper_config(tmp_path: Path) -> Path:
     "system,budget",
     [("rnnsearch-50", 288000), ("luong-global-general-feed", 12 * math.ceil(4_500_000 / 4))],
 )
-def test_paper_shape_bench_reports_speed_budget_and_operator_calls(tiny_paper_config, tmp_path, system, budget):
+def test_paper_shape_bench_reports_speed_budget_and_kernels(tiny_paper_config, tmp_path, system, budget):
     out = tmp_path / "bench.json"
     code = main(["bench", "train", "--paper-shape", system, "--config", str(tiny_paper_config), "--steps", "2", "--device", "cpu",
                  "--precision", "bfloat16", "--output", str(out)])  # fmt: skip
     result = json.loads(out.read_text())
     assert code in (0, None)
     assert result["system"] == system and result["data"] == "random, paper sizes" and result["batch_size"] == 4
-    assert result["precision"] == "bfloat16" and result["recurrence"] == "fused"
+    assert result["precision"] == "bfloat16" and result["recurrence"] == "fused" and result["graph"] == "none"
     assert result["paper_budget_updates"] == budget
     assert result["projected_hours"] == pytest.approx(budget / result["updates_per_s"] / 3600)
     assert 0 < result["batch_fill"] <= 1 and result["target_tokens_per_update"] > 0
-    calls = result["operator_calls_per_update"]
-    assert 0 < calls["kernel_ops"] < calls["aten_ops"] and calls["capturable_kernel_ops"] == 0
+    assert result["kernels_per_update"] > 0 and result["kernels_in_graph"] == 0 and result["graphs_captured"] == 0
+    assert result["first_pass_seconds"] > 0 and result["capture_seconds"] >= 0
 
 
-def test_paper_shape_bench_counts_the_calls_a_graph_would_capture(tiny_paper_config, tmp_path):
+def test_paper_shape_bench_counts_the_kernels_a_graph_would_capture(tiny_paper_config, tmp_path):
     """train.graph static: the forward and backward that `cuda` captures hold most of an update's kernels."""
     out = tmp_path / "bench.json"
     main(["bench", "train", "--paper-shape", "rnnsearch-50", "--config", str(tiny_paper_config), "--steps", "1", "--device", "cpu",
           "--graph", "static", "--sync", "logging", "--output", str(out)])  # fmt: skip
     result = json.loads(out.read_text())
-    calls = result["operator_calls_per_update"]
     assert result["graph"] == "static" and result["graphs_captured"] == 0
-    assert 0.9 * calls["kernel_ops"] < calls["capturable_kernel_ops"] < calls["kernel_ops"]
+    assert 0.9 * result["kernels_per_update"] < result["kernels_in_graph"] < result["kernels_per_update"]
+    assert all(width % 8 == 0 for width in result["kernels_counted_at_width"])
+
+
+def test_projected_hours_add_the_capture_cost_of_every_possible_shape(tiny_paper_config, tmp_path, monkeypatch):
+    """With graph cuda the window's first pass captures; its extra time per shape, times the shapes a run can
+    meet, joins the steady rate's hours (a stand-in reports three captures: no GPU here)."""
+    monkeypatch.setattr(bench, "_captured", lambda trainer: 3)
+    out = tmp_path / "bench.json"
+    main(["bench", "train", "--paper-shape", "rnnsearch-50", "--config", str(tiny_paper_config), "--steps", "2", "--device", "cpu",
+          "--graph", "static", "--output", str(out)])  # fmt: skip
+    r = json.loads(out.read_text())
+    assert r["graphs_captured"] == 3 and r["shapes_possible"] == 7 * 7  # widths 8..56 for max_len 50 + EOS
+    assert r["capture_seconds"] == pytest.approx(max(0.0, r["first_pass_seconds"] - r["seconds"]))
+    steady = r["paper_budget_updates"] / r["updates_per_s"]
+    assert r["projected_hours"] == pytest.approx((steady + r["capture_seconds"] / 3 * 49) / 3600)
+
+
+def outermost_kernels(work) -> int:
+    """bench.kernels summed over the outermost operator calls of `work()`."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        work()
+    events = [e for e in prof.events() if e.name.startswith("aten::")]
+    return sum(bench.kernels(e) for e in events if not any(a in events for a in bench._ancestors(e)))
+
+
+@pytest.mark.parametrize(
+    "work,expected",
+    [
+        (lambda x, b: torch.mm(x, x.t()), 1),  # a product counts once, whatever the CPU calls inside it
+        (lambda x, b: torch.mm(x.to(torch.bfloat16), b), 2),  # a cast and a product
+        (lambda x, b: x.to(torch.float32), 0),  # already float32: nothing runs
+        (lambda x, b: x.view(-1).t().unsqueeze(0), 0),  # views
+        (lambda x, b: x.amax(dim=1), 1),  # a reduction (a CPU also fills its accumulator)
+        (lambda x, b: torch.zeros(3), 1),  # an allocation and a fill
+        (lambda x, b: torch._foreach_mul_([x, x.clone()], 2.0), 2),  # the clone's copy, one multi-tensor op
+        (lambda x, b: x.sigmoid().mul_(x), 2),
+    ],
+)
+def test_kernels_count_what_a_gpu_would_launch(work, expected):
+    x, b = torch.randn(4, 4), torch.randn(4, 4, dtype=torch.bfloat16)
+    assert outermost_kernels(lambda: work(x, b)) == expected
+
+
+def test_the_softmax_is_counted_as_one_block_as_on_a_gpu(tiny_paper_config, tmp_path, monkeypatch):
+    """A CPU takes the output layer's softmax in cache-sized blocks; the count does not depend on their size."""
+    from rnnmt.train import nll
+    from rnnmt.train.loop import Trainer
+
+    shape = bench._paper_shape(tiny_paper_config, "rnnsearch-50")
+    system = {**shape["system"], "train": {**shape["system"]["train"], "graph": "static"}}
+    counts = []
+    for floats in (2**18, 64):
+        monkeypatch.setattr(nll, "CACHE_FLOATS", floats)
+        trainer = Trainer(system, shape["data"], {}, shape["vocab"], shape["vocab"], tmp_path, torch.device("cpu"), {})
+        trainer.step(0)
+        counts.append(bench.kernels_per_update(trainer, 1)["kernels"])
+    assert counts[0] == counts[1] > 0
 
 
 def test_paper_shape_names_an_unknown_system(tiny_paper_config, capsys):

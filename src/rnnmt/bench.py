@@ -15,7 +15,7 @@ import torch
 from rnnmt.decode.settings import DecodeSettings
 from rnnmt.errors import UserError
 from rnnmt.fileio import read_lines, write_json
-from rnnmt.runtime import pick_device
+from rnnmt.runtime import pick_device, synchronize
 
 WARMUP = 2
 
@@ -26,24 +26,37 @@ def _peak_memory_mb(device: torch.device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
-def _ops_per_update(trainer: Any, update: int) -> dict[str, int]:
-    """Operator calls of one update under torch.profiler: every innermost aten op, and those that run a kernel
-    (views, reshapes and allocations excluded); on a GPU each of the latter is about one kernel launch. The
-    batch is made before, outside the count. A multi-tensor (`_foreach_`) op counts once: a GPU runs it as
-    one kernel where a CPU loops over its tensors. With train.graph static, `capturable_kernel_ops` are those
-    of the forward and backward that `cuda` replays as one graph (a CPU can count what a capture would
-    save, not capture)."""
+def kernels_per_update(trainer: Any, update: int) -> dict[str, int]:
+    """The GPU kernels one update runs (forward, backward, clipping, optimiser), counted on any device by
+    torch.profiler: `kernels` for each outermost operator call, and `in_graph`, those inside the forward
+    and backward that train.graph `cuda` captures as one graph. The batch is made before, outside the
+    count; the output layer's softmax takes one block of rows, as on a GPU (nll.Workspace.blocked)."""
     from torch.profiler import ProfilerActivity, profile
 
     from rnnmt.train.graphs import CAPTURED_REGION
 
     batch = trainer.stream.batch(update)  # made on the host beforehand, as a data loader would: no launches
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        trainer.step(update, batch)
-    calls = [e for e in prof.events() if _is_call(e)]
-    kernels = [e for e in calls if e.name.removeprefix("aten::") not in NO_KERNEL]
-    captured = sum(any(a.name == CAPTURED_REGION for a in _ancestors(e)) for e in kernels)
-    return {"aten_ops": len(calls), "kernel_ops": len(kernels), "capturable_kernel_ops": captured}
+    workspace = trainer.objective.workspace
+    blocked, workspace.blocked = workspace.blocked, False
+    try:
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            trainer.step(update, batch)
+    finally:
+        workspace.blocked = blocked
+    outermost = [e for e in prof.events() if e.name.startswith("aten::") and not any(a.name.startswith("aten::") for a in _ancestors(e))]
+    in_graph = sum(kernels(e) for e in outermost if any(a.name == CAPTURED_REGION for a in _ancestors(e)))
+    return {"kernels": sum(kernels(e) for e in outermost), "in_graph": in_graph, "width": [batch.src.shape[1], batch.tgt.shape[1]]}
+
+
+def kernels(event: Any) -> int:
+    """The GPU kernels an operator call stands for: one for a matrix product, a reduction or a multi-tensor
+    (`_foreach_`) op, whatever a CPU runs inside it; otherwise those of the calls inside it, or one for a
+    call with none that launches work (views, allocations and dtype no-ops launch nothing)."""
+    name = event.name.removeprefix("aten::")
+    if name in ONE_KERNEL or name.startswith("_foreach_"):
+        return 1
+    inner = sum(kernels(c) for c in event.cpu_children if c.name.startswith("aten::"))
+    return inner or int(name not in NO_KERNEL)
 
 
 def _ancestors(event: Any) -> Iterator[Any]:
@@ -52,17 +65,18 @@ def _ancestors(event: Any) -> Iterator[Any]:
         yield event
 
 
-def _is_call(event: Any) -> bool:
-    """An innermost aten op, or a multi-tensor op as a whole (not the per-tensor ops a CPU runs inside it)."""
-    if not event.name.startswith("aten::") or any(a.name.startswith("aten::_foreach_") for a in _ancestors(event)):
-        return False
-    return event.name.startswith("aten::_foreach_") or not any(c.name.startswith("aten::") for c in event.cpu_children)
+# One kernel each on a GPU; a CPU's implementation calls other operators inside (conjugation checks,
+# fills of the accumulator, dtype checks).
+ONE_KERNEL = frozenset(
+    "addbmm addmm addmv amax amin baddbmm bmm dot gather index_select linalg_vector_norm logsumexp max mean min mm mv "
+    "norm scatter_add_ sum _log_softmax _log_softmax_backward_data _softmax _softmax_backward_data".split()
+)
 
-
-# Innermost aten ops that only make a view or an empty tensor: no kernel runs.
+# Operators that launch nothing when nothing inside them does: views, empty tensors, dtype no-ops.
 NO_KERNEL = frozenset(
-    "alias as_strided detach empty empty_like empty_strided expand lift_fresh narrow new_empty permute reshape "
-    "_reshape_alias resize_ select slice split squeeze t transpose unbind unflatten unsqueeze view _unsafe_view".split()
+    "alias as_strided contiguous detach empty empty_like empty_strided expand lift_fresh narrow new_empty permute "
+    "promote_types reshape _reshape_alias resize_ resolve_conj resolve_neg result_type select slice split squeeze t to "
+    "transpose unbind unflatten unsqueeze view _unsafe_view".split()
 )
 
 
@@ -137,41 +151,73 @@ def bench_train(
         system, data, budget = read_system(system_path), ParallelData.load(data_path), None
         source_vocab, target_vocab = Vocab.load(src_vocab), Vocab.load(tgt_vocab)
     system = {**system, "train": {**system["train"], **overrides}}
+    window = range(WARMUP, WARMUP + steps)
     with tempfile.TemporaryDirectory() as tmp:
         trainer = Trainer(system, data, {}, source_vocab, target_vocab, Path(tmp), device, {})
         for u in range(WARMUP):
             trainer.step(u)
-        _sync(device)
-        start, tokens, sents = time.perf_counter(), 0, 0
-        for u in range(WARMUP, WARMUP + steps):
-            _, n, t = trainer.step(u)
-            sents, tokens = sents + n, tokens + t
-        _sync(device)
-        seconds = time.perf_counter() - start
-        positions = sum(trainer.stream.batch(u).tgt.numel() for u in range(WARMUP, WARMUP + steps))  # outside the timing
-        ops = _ops_per_update(trainer, WARMUP + steps)
+        first = _timed(trainer, window, device)  # every shape of the window is met (and, with graph cuda, captured) here
+        shapes = _captured(trainer)
+        steady = _timed(trainer, window, device)  # the same batches again: what the rest of a run sees
+        positions = sum(trainer.stream.batch(u).tgt.numel() for u in window)  # outside the timing
+        median = sorted(window, key=lambda u: trainer.stream.batch(u).tgt.numel())[len(window) // 2]
+        counted = kernels_per_update(trainer, median)  # at the window's median batch: kernels grow with its widths
+    one_off = max(0.0, first["seconds"] - steady["seconds"])
     result = {
         "system": system["name"],
         "data": "random, paper sizes" if paper_shape else str(data_path),
         "updates": steps,
         "batch_size": system["train"]["batch_size"],
-        "seconds": seconds,
-        "updates_per_s": steps / seconds,
-        "target_tokens_per_s": tokens / seconds,
-        "sentences_per_s": sents / seconds,
-        "target_tokens_per_update": tokens / steps,
-        "batch_fill": tokens / positions,
-        "operator_calls_per_update": ops,
+        "seconds": steady["seconds"],
+        "updates_per_s": steps / steady["seconds"],
+        "target_tokens_per_s": steady["tokens"] / steady["seconds"],
+        "sentences_per_s": steady["sentences"] / steady["seconds"],
+        "target_tokens_per_update": steady["tokens"] / steps,
+        "batch_fill": steady["tokens"] / positions,
+        # The window's first pass: the same updates with each new shape's one-off work (a capture on a GPU).
+        "first_pass_seconds": first["seconds"],
+        "first_pass_target_tokens_per_s": first["tokens"] / first["seconds"],
+        "graphs_captured": shapes,
+        "capture_seconds": one_off,
+        "kernels_per_update": counted["kernels"],
+        "kernels_in_graph": counted["in_graph"],
+        "kernels_counted_at_width": counted["width"],
         "recurrence": trainer.cfg["recurrence"],
-        "precision": trainer.cfg["precision"],
-        "sync": trainer.cfg["sync"],
-        "graph": trainer.cfg["graph"],
-        # With graph cuda, each padded shape's first update captures its graph, inside the timing if it is new then.
-        "graphs_captured": len(trainer.static.graphs) if trainer.static is not None else 0,
+        **{key: choice.value for key, choice in trainer.choices.items()},
     }
     if budget is not None:
-        result.update({"paper_budget_updates": budget, "projected_hours": budget / (steps / seconds) / 3600})
+        result["paper_budget_updates"] = budget
+        hours = budget / result["updates_per_s"] / 3600
+        if shapes:
+            # Every padded shape a run can meet is captured once: the window's cost per shape, for all of them.
+            result["shapes_possible"] = possible = _padded_shapes(trainer.cfg)
+            hours += one_off / shapes * possible / 3600
+        result["projected_hours"] = hours
     return result
+
+
+def _timed(trainer: Any, updates: range, device: torch.device) -> dict[str, float]:
+    """Run `updates` (their batches made inside the timing, as in training) between two device syncs."""
+    synchronize(device)
+    start, tokens, sentences = time.perf_counter(), 0, 0
+    for u in updates:
+        _, n, t = trainer.step(u)
+        sentences, tokens = sentences + n, tokens + t
+    synchronize(device)
+    return {"seconds": time.perf_counter() - start, "tokens": tokens, "sentences": sentences}
+
+
+def _captured(trainer: Any) -> int:
+    """How many graphs train.graph `cuda` has captured (0 on the other paths)."""
+    return len(trainer.static.graphs) if trainer.static is not None else 0
+
+
+def _padded_shapes(cfg: dict[str, Any]) -> int:
+    """Source × target widths a run at static shapes can meet: multiples of pad_to up to max_len + EOS."""
+    from rnnmt.train.batching import round_up
+
+    widths = round_up(cfg["max_len"] + 1, cfg["pad_to"]) // cfg["pad_to"]
+    return widths * widths
 
 
 def bench_translate(device: torch.device, *, model: Path, source: Path, steps: int, batch_size: int, settings: DecodeSettings) -> dict[str, Any]:
@@ -182,10 +228,10 @@ def bench_translate(device: torch.device, *, model: Path, source: Path, steps: i
     tm = load_model(model, device)
     lines = read_lines(source)[: steps * batch_size]
     translate_lines(tm, lines[:batch_size], settings, batch_size=batch_size, device=device)  # warm-up
-    _sync(device)
+    synchronize(device)
     start = time.perf_counter()
     out = translate_lines(tm, lines, settings, batch_size=batch_size, device=device)
-    _sync(device)
+    synchronize(device)
     seconds = time.perf_counter() - start
     return {
         "system": tm.system["name"],
@@ -235,11 +281,6 @@ def bench_select(
         "pairs_per_s": pairs / seconds,
         "tokens_per_s": int(parts["n_src"].sum() + parts["n_tgt"].sum()) / seconds,
     }
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def benchmark(

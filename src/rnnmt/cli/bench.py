@@ -11,6 +11,7 @@ from typing import Any
 
 from rnnmt.cli.arguments import Command, add_beam_arguments, add_device_arguments, decode_settings, positive
 from rnnmt.errors import UserError
+from rnnmt.train.defaults import DEVICE_CHOICES
 
 # What each kind of benchmark needs besides the common options.
 NEEDS = {
@@ -25,10 +26,10 @@ def args_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--system", type=Path, help="train: resolved system config (JSON)")
     p.add_argument("--paper-shape", metavar="SYSTEM", help="train: SYSTEM of --config at the paper scale's sizes, on random batches (no data needed)")
     p.add_argument("--config", type=Path, default=Path("config.yaml"), help="train --paper-shape: the workflow config (default ./config.yaml)")
-    p.add_argument("--precision", choices=["float32", "bfloat16"], help="train: override the system's train.precision")
+    p.add_argument("--precision", choices=DEVICE_CHOICES["precision"], help="train: override the system's train.precision")
     p.add_argument("--recurrence", choices=["fused", "plain"], help="train: override the system's train.recurrence")
-    p.add_argument("--sync", choices=["auto", "update", "logging"], help="train: override the system's train.sync")
-    p.add_argument("--graph", choices=["none", "static", "cuda"], help="train: override the system's train.graph")
+    p.add_argument("--sync", choices=DEVICE_CHOICES["sync"], help="train: override the system's train.sync")
+    p.add_argument("--graph", choices=DEVICE_CHOICES["graph"], help="train: override the system's train.graph")
     p.add_argument("--data", type=Path, help="train: binarized training data")
     p.add_argument("--src-vocab", type=Path, help="train: source vocabulary")
     p.add_argument("--tgt-vocab", type=Path, help="train: target vocabulary")

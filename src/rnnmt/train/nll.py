@@ -30,6 +30,9 @@ class Workspace:
     def __init__(self) -> None:
         self.buffer: Tensor | None = None
         self.fixed = False
+        # On a CPU the softmax goes through cache-sized blocks of rows; off, it takes all rows at once, as on
+        # a GPU (bench.kernels_per_update counts a GPU's kernels on a CPU so).
+        self.blocked = True
 
     def reserve(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> None:
         """Allocate for the largest batch now and never again: captured CUDA graphs keep its address."""
@@ -63,7 +66,7 @@ class OutputNLL(torch.autograd.Function):
         torch.mm(h.to(p.compute), p.weight(weight.t()), out=delta)  # the logits, until each block becomes P − Y
         b = bias.to(p.acc) if bias is not None else None
         nll = torch.empty(N, dtype=p.acc, device=h.device)
-        step = max(1, CACHE_FLOATS // V) if h.device.type == "cpu" else N
+        step = max(1, CACHE_FLOATS // V) if workspace.blocked and h.device.type == "cpu" else N
         for start in range(0, N, step):
             rows = slice(start, min(N, start + step))
             block = delta[rows]
