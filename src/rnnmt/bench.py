@@ -15,6 +15,7 @@ import torch
 from rnnmt.decode.settings import DecodeSettings
 from rnnmt.errors import UserError
 from rnnmt.fileio import read_lines, write_json
+from rnnmt.models.kernels import REGION as KERNEL_STAGE
 from rnnmt.runtime import pick_device, synchronize
 
 WARMUP = 2
@@ -43,17 +44,22 @@ def kernels_per_update(trainer: Any, update: int) -> dict[str, int]:
             trainer.step(update, batch)
     finally:
         workspace.blocked = blocked
-    outermost = [e for e in prof.events() if e.name.startswith("aten::") and not any(a.name.startswith("aten::") for a in _ancestors(e))]
+    outermost = [e for e in prof.events() if _launches(e) and not any(_launches(a) for a in _ancestors(e))]
     in_graph = sum(kernels(e) for e in outermost if any(a.name == CAPTURED_REGION for a in _ancestors(e)))
     return {"kernels": sum(kernels(e) for e in outermost), "in_graph": in_graph, "width": [batch.src.shape[1], batch.tgt.shape[1]]}
 
 
+def _launches(event: Any) -> bool:
+    """An operator call, or a stage of models/kernels.py (one Triton kernel on a GPU, torch operations here)."""
+    return event.name.startswith(("aten::", KERNEL_STAGE))
+
+
 def kernels(event: Any) -> int:
-    """The GPU kernels an operator call stands for: one for a matrix product, a reduction or a multi-tensor
-    (`_foreach_`) op, whatever a CPU runs inside it; otherwise those of the calls inside it, or one for a
-    call with none that launches work (views, allocations and dtype no-ops launch nothing)."""
+    """The GPU kernels an operator call stands for: one for a matrix product, a reduction, a multi-tensor
+    (`_foreach_`) op or a kernel stage, whatever a CPU runs inside it; otherwise those of the calls inside
+    it, or one for a call with none that launches work (views, allocations and dtype no-ops launch nothing)."""
     name = event.name.removeprefix("aten::")
-    if name in ONE_KERNEL or name.startswith("_foreach_"):
+    if name in ONE_KERNEL or name.startswith(("_foreach_", KERNEL_STAGE)):
         return 1
     inner = sum(kernels(c) for c in event.cpu_children if c.name.startswith("aten::"))
     return inner or int(name not in NO_KERNEL)

@@ -23,6 +23,7 @@ from rnnmt.errors import UserError
 from rnnmt.models.encoders import Encoded
 from rnnmt.models.gru import GroundhogGRU
 from rnnmt.models.initialisation import Initialised, Rule, Scheme, normal, zeros
+from rnnmt.models.kernel_loops import AttentiveGRUKernels
 from rnnmt.models.recurrence import AttentiveGRULoop
 
 
@@ -122,7 +123,8 @@ class AdditiveAttention(nn.Module):
     def recurrence(self, gru: GroundhogGRU, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
         """The decoder's teacher-forced loop with the hand-written backward: queries, contexts, weights (recurrence.py)."""
         weights = (self.W_a.weight, self.v_a.weight, gru.C_in.weight, gru.U_gates.weight, gru.U_cand.weight, gru.b_cand)
-        queries, contexts, alphas = AttentiveGRULoop.apply(s0, x_proj, keys, enc.annotations, enc.mask, *weights)
+        loop = AttentiveGRUKernels if gru.kernels else AttentiveGRULoop
+        queries, contexts, alphas = loop.apply(s0, x_proj, keys, enc.annotations, enc.mask, *weights)
         return queries, contexts, alphas
 
 

@@ -123,17 +123,21 @@ def _build_luong(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int) -> Seq2Seq
 BUILDERS = {"gru": _build_bahdanau, "lstm": _build_luong}
 
 
-RECURRENCES = ("fused", "plain")
+RECURRENCES = ("fused", "plain", "kernels")
 
 
 def set_recurrence(model: nn.Module, kind: str) -> None:
     """'fused': the recurrent loops with a hand-written backward (recurrence.py); 'plain': autograd through
-    the step functions (the reference, slower). Both compute the same equations."""
+    the step functions (the reference, slower); 'kernels': the GRU and additive-attention loops with each
+    step's pointwise work as single kernels (kernel_loops.py, the GPU path), other loops fused. All compute
+    the same equations."""
     if kind not in RECURRENCES:
         raise UserError(f"train.recurrence is {kind!r}; expected one of {', '.join(RECURRENCES)}.")
     for module in model.modules():
         if hasattr(module, "fused"):
-            module.fused = kind == "fused"
+            module.fused = kind != "plain"
+        if hasattr(module, "kernels"):
+            module.kernels = kind == "kernels"
 
 
 def set_packed(model: nn.Module, packed: bool) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from rnnmt.models import lstm
+from rnnmt.models import kernel_loops, lstm
 from rnnmt.models.gru import GroundhogGRU
 from rnnmt.models.initialisation import Rule, Scheme, prefixed
 
@@ -56,8 +56,13 @@ class BiGRUEncoder(nn.Module):
 
     def forward(self, src: Tensor, mask: Tensor) -> Encoded:
         e = self.embed(src)
-        h_fwd = self.fwd.scan(self.fwd.project_inputs(e), mask)
-        h_bwd = self.bwd.scan(self.bwd.project_inputs(e), mask, reverse=True)
+        x_fwd, x_bwd = self.fwd.project_inputs(e), self.bwd.project_inputs(e)
+        if self.fwd.kernels:
+            h0 = x_fwd.new_zeros(x_fwd.shape[0], self.fwd.hidden_size)
+            h_fwd, h_bwd = kernel_loops.scan_directions([x_fwd, x_bwd], mask, [False, True], [h0, h0],
+                                                        [self.fwd.recurrent_weights(), self.bwd.recurrent_weights()])  # fmt: skip
+        else:
+            h_fwd, h_bwd = self.fwd.scan(x_fwd, mask), self.bwd.scan(x_bwd, mask, reverse=True)
         return Encoded(torch.cat([h_fwd, h_bwd], dim=-1), mask, h_bwd[:, 0])
 
 

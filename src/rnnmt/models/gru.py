@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from rnnmt.models import kernel_loops
 from rnnmt.models.initialisation import Rule, Scheme
 from rnnmt.models.recurrence import GRUScan
 
@@ -19,9 +20,11 @@ class GroundhogGRU(nn.Module):
 
     `fused` (the default) runs `scan` with the hand-written backward of recurrence.py; False runs the
     plain loop over `step`, which autograd differentiates (the reference the tests compare with).
+    `kernels` runs it as kernel_loops.py does, each step's pointwise work as single kernels (the GPU path).
     """
 
     fused = True
+    kernels = False
 
     def __init__(self, input_size: int, hidden_size: int, context_size: int = 0) -> None:
         super().__init__()
@@ -50,6 +53,10 @@ class GroundhogGRU(nn.Module):
         assert self.C_in is not None, "this GRU was built without a context input"
         return self.C_in(c) if base is None else torch.addmm(base, c, self.C_in.weight.t())
 
+    def recurrent_weights(self) -> tuple[Tensor, Tensor, Tensor]:
+        """U_zr, U and the candidate's bias, as the scans take them."""
+        return self.U_gates.weight, self.U_cand.weight, self.b_cand
+
     def step(self, x_proj: Tensor, h: Tensor) -> Tensor:
         """One update of rows [N, H] from the projected input (W·x [+ C·c]) [N, 3H] and the previous state."""
         H = self.hidden_size
@@ -61,6 +68,8 @@ class GroundhogGRU(nn.Module):
         """Run over [B, T, 3H] projected inputs from h0 (default 0); masked steps carry the state over (GroundHog)."""
         batch, steps, _ = x_proj.shape
         h = x_proj.new_zeros(batch, self.hidden_size) if h0 is None else h0
+        if self.kernels:
+            return kernel_loops.scan_directions([x_proj], mask, [reverse], [h], [self.recurrent_weights()])[0]
         if self.fused:
             return GRUScan.apply(x_proj, h, mask, reverse, self.U_gates.weight, self.U_cand.weight, self.b_cand)
         keep = (mask if mask is not None else x_proj.new_ones(batch, steps, dtype=torch.bool)).unsqueeze(-1).to(x_proj.dtype)
