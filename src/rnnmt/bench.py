@@ -188,7 +188,6 @@ def bench_train(
         "kernels_per_update": counted["kernels"],
         "kernels_in_graph": counted["in_graph"],
         "kernels_counted_at_width": counted["width"],
-        "recurrence": trainer.cfg["recurrence"],
         **{key: choice.value for key, choice in trainer.choices.items()},
     }
     if budget is not None:

@@ -27,7 +27,7 @@ def args_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--paper-shape", metavar="SYSTEM", help="train: SYSTEM of --config at the paper scale's sizes, on random batches (no data needed)")
     p.add_argument("--config", type=Path, default=Path("config.yaml"), help="train --paper-shape: the workflow config (default ./config.yaml)")
     p.add_argument("--precision", choices=DEVICE_CHOICES["precision"], help="train: override the system's train.precision")
-    p.add_argument("--recurrence", choices=["fused", "plain", "kernels"], help="train: override the system's train.recurrence")
+    p.add_argument("--recurrence", choices=DEVICE_CHOICES["recurrence"], help="train: override the system's train.recurrence")
     p.add_argument("--sync", choices=DEVICE_CHOICES["sync"], help="train: override the system's train.sync")
     p.add_argument("--graph", choices=DEVICE_CHOICES["graph"], help="train: override the system's train.graph")
     p.add_argument("--data", type=Path, help="train: binarized training data")

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from rnnmt.errors import UserError
+from rnnmt.train.defaults import DEVICE_CHOICES
 from rnnmt.models.attention import ATTENTIONS, LUONG_KINDS, LuongAttention
 from rnnmt.models.decoders import BahdanauDecoder, Context, LuongDecoder, State
 from rnnmt.models.encoders import ENCODERS, Encoded, LSTMEncoder
@@ -123,7 +124,7 @@ def _build_luong(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int) -> Seq2Seq
 BUILDERS = {"gru": _build_bahdanau, "lstm": _build_luong}
 
 
-RECURRENCES = ("fused", "plain", "kernels")
+RECURRENCES = tuple(kind for kind in DEVICE_CHOICES["recurrence"] if kind != "auto")
 
 
 def set_recurrence(model: nn.Module, kind: str) -> None:

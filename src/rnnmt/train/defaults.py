@@ -10,7 +10,7 @@ TRAIN_DEFAULTS = {
     "max_len": None,
     "patience": None,
     "sort_k_batches": 20,
-    "recurrence": "fused",
+    "recurrence": "auto",  # train/device_choices.py: kernels on a GPU with Triton, fused elsewhere
     "precision": "auto",  # train/device_choices.py: bfloat16 on a GPU, float32 on a CPU
     "sync": "auto",
     "host_memory": "keep",
@@ -18,6 +18,11 @@ TRAIN_DEFAULTS = {
     "pad_to": 8,
 }
 # The values of the settings train/device_choices.py resolves on the device that trains (`auto`).
-DEVICE_CHOICES = {"precision": ("auto", "float32", "bfloat16"), "graph": ("auto", "none", "static", "cuda"), "sync": ("auto", "update", "logging")}
+DEVICE_CHOICES = {
+    "precision": ("auto", "float32", "bfloat16"),
+    "graph": ("auto", "none", "static", "cuda"),
+    "sync": ("auto", "update", "logging"),
+    "recurrence": ("auto", "fused", "plain", "kernels"),
+}
 # The ones written into every resolved system config (results/config/SYSTEM.json), which checkpoints fingerprint.
 RESOLVED_KEYS = ("max_len", "patience", "sort_k_batches")

@@ -1,4 +1,4 @@
-"""What the training settings left at `auto` become on the device that trains: `precision`, `graph`, `sync`.
+"""What the training settings left at `auto` become on the device that trains: precision, graph, sync, recurrence.
 
 The fastest faithful path differs by device, so config.yaml says `auto` and this module decides, once,
 when training starts; the trainer logs each choice with its reason and `rnnmt show-system` prints them.
@@ -12,10 +12,14 @@ when training starts; the trainer logs each choice with its reason and `rnnmt sh
   to save and the padding of `static` costs time.
 - sync: `logging` (clipping decided on the device, the host waits only at log points) on a GPU, `update`
   on a CPU, where the host computed the norm anyway.
+- recurrence: `kernels` (models/kernel_loops.py: each step's pointwise work as one Triton kernel) on a CUDA
+  device where Triton is installed, `fused` (recurrence.py) elsewhere: on a CPU the fused loops are faster,
+  and the kernels' torch references are there to test and count, not to run.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,6 +95,16 @@ def sync(value: str, device: torch.device) -> Choice:
     return Choice("update", "auto: not a GPU (the host decides clipping each update)")
 
 
+def recurrence(value: str, device: torch.device) -> Choice:
+    if value != "auto":
+        return Choice(value, "given in the config")
+    if device.type != "cuda":
+        return Choice("fused", "auto: not a GPU (the hand-written loops of recurrence.py, fastest on a CPU)")
+    if importlib.util.find_spec("triton") is None:
+        return Choice("fused", "auto: Triton is not installed (it comes with torch's CUDA builds)")
+    return Choice("kernels", "auto: a CUDA device with Triton: each step's pointwise work as one kernel (GRU and additive attention)")
+
+
 def choose(train: dict[str, Any], device: torch.device, processes: int = 1) -> dict[str, Choice]:
     """The device-dependent settings of `train` (defaults filled in) for a run on `device` in `processes` processes."""
     for key, known in DEVICE_CHOICES.items():
@@ -100,6 +114,7 @@ def choose(train: dict[str, Any], device: torch.device, processes: int = 1) -> d
         "precision": precision(train["precision"], device),
         "graph": graph(train["graph"], device, train["max_len"], processes),
         "sync": sync(train["sync"], device),
+        "recurrence": recurrence(train["recurrence"], device),
     }
 
 

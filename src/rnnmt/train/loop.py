@@ -148,8 +148,8 @@ class Trainer:
         self.data_sha256 = data_sha256
         torch.manual_seed(system["seed"])
         self.model = build_model(system["model"], len(src_vocab), len(tgt_vocab)).to(device)
-        set_recurrence(self.model, self.cfg["recurrence"])
         self.choices = device_choices.choose(self.cfg, device, world.size)
+        set_recurrence(self.model, self.choices["recurrence"].value)
         self.autocast_dtype = AUTOCAST[self.choices["precision"].value]
         # sync logging: gradient clipping decides on the device, and the host reads it only at log points.
         self.clip_on_device = self.choices["sync"].value == "logging"
