@@ -30,6 +30,8 @@ def inputs(compute: torch.dtype) -> dict[str, torch.Tensor]:
         "extra": r(B, H), "base": r(B, H), "q": qg[:, :A], "g": qg[:, A:], "keys": r(B, S, A), "v": r(A), "mask": mask,
         "ann": r(B, S, C), "tanh": torch.tanh(r(B, S, A)), "alpha": torch.softmax(r(B, S), -1), "d_ctx": r(B, C),
         "dcx": r(B, 2 * C, dtype=compute)[:, :C], "d_alpha": r(B, S),
+        "x4": r(B, 4 * H), "gemm4": r(B, 4 * H, dtype=compute), "c": r(B, H), "drop": (r(B, H) > 0).float() * 2, "b": r(H),
+        "gates4": torch.sigmoid(r(B, 4 * H)), "c_raw": r(B, H), "xh": r(B, 2 * H, dtype=compute), "keys_h": r(B, S, H), "ann_h": r(B, S, H),
     }  # fmt: skip
 
 
@@ -69,7 +71,51 @@ def stages(i: dict[str, torch.Tensor], compute: torch.dtype) -> dict[str, Callab
         kernels.additive_attention_back(i["d_ctx"], i["dcx"], i["d_alpha"], i["ann"], i["alpha"], i["v"], i["tanh"], *o)
         return o
 
-    return {f.__name__: f for f in (gru_gates, gru_state, gru_back_cand, gru_back_gates, additive_attention, additive_attention_back)}
+    def lstm_cell_carried() -> list[torch.Tensor]:
+        o = [out(B, 4 * H), out(B, H), out(B, H), out(B, H), out(B, H), out(B, H, dtype=compute), out(B, H), out(B, 2 * H, dtype=compute)[:, H:]]
+        kernels.lstm_cell(i["x4"], i["gemm4"], i["c"], i["h"], i["keep"], 0.5, *o[:6], o[6], o[7], i["drop"])
+        return o
+
+    def lstm_cell_stacked() -> list[torch.Tensor]:
+        o = [out(B, 4 * H), out(B, H), out(B, H), out(B, H), out(B, 2 * H)[:, H:], out(B, 2 * H, dtype=compute)[:, H:],
+             out(B, 2 * H, dtype=compute)[:, :H]]  # fmt: skip
+        kernels.lstm_cell(None, i["gemm4"], i["c"], None, None, None, *o[:6], None, o[6], None)
+        return o
+
+    def lstm_cell_back_carried() -> list[torch.Tensor]:
+        o = [i["base"].clone(), i["extra"].clone(), out(B, 4 * H), out(B, 4 * H, dtype=compute)]
+        kernels.lstm_cell_back(o[0], i["m"], i["h"], i["drop"], i["base"][2:], i["keep"], o[1], i["gates4"], i["c"], i["cand"], i["c_raw"], 0.5,
+                               o[2], o[3])  # fmt: skip
+        return o
+
+    def lstm_cell_back_stacked() -> list[torch.Tensor]:
+        o = [i["extra"].clone(), out(B, 4 * H), out(B, 4 * H, dtype=compute)]
+        kernels.lstm_cell_back(None, i["xh"][:, H:], i["xh"][:, :H], i["drop"], None, None, o[0], i["gates4"], i["c"], i["cand"], i["c_raw"], None, *o[1:])
+        return o
+
+    def dot_attention() -> list[torch.Tensor]:
+        o = [out(B, S), out(B, H), out(B, 2 * H, dtype=compute)[:, :H]]
+        kernels.dot_attention(i["xh"][:, H:].float(), i["keys_h"], i["mask"], i["ann_h"], *o)
+        return o
+
+    def dot_attention_back() -> list[torch.Tensor]:
+        o = [out(B, H), out(B, S), out(B, H)]
+        kernels.dot_attention_back(i["xh"], i["d_alpha"], i["ann_h"], i["alpha"], i["keys_h"], *o)
+        return o
+
+    def feed_tanh() -> list[torch.Tensor]:
+        o = [out(B, H), out(B, 2 * H)[:, :H], out(B, 2 * H, dtype=compute)[:, :H]]
+        kernels.feed_tanh(i["b"], i["u"], *o, i["drop"])
+        return o
+
+    def feed_tanh_back() -> list[torch.Tensor]:
+        o = [out(B, H), out(B, H, dtype=compute)]
+        kernels.feed_tanh_back(i["extra"], i["xh"][:, :H], i["drop"], i["cand"], *o)
+        return o
+
+    return {f.__name__: f for f in (gru_gates, gru_state, gru_back_cand, gru_back_gates, additive_attention, additive_attention_back, lstm_cell_carried,
+                                     lstm_cell_stacked, lstm_cell_back_carried, lstm_cell_back_stacked, dot_attention, dot_attention_back, feed_tanh,
+                                     feed_tanh_back)}  # fmt: skip
 
 
 def differences(compute: torch.dtype) -> dict[str, float]:
@@ -85,14 +131,13 @@ def differences(compute: torch.dtype) -> dict[str, float]:
     return worst
 
 
-def update_difference(encoder: str, attention: str) -> float:
+def update_difference(config: dict) -> float:
     """The largest difference between a padded batch's gradients with the Triton kernels and with the references."""
-    from conftest import tiny_model_config
     from rnnmt.models.build import build_model, set_recurrence
     from rnnmt.train.nll import SentenceNLL
 
     torch.manual_seed(0)
-    model = build_model(tiny_model_config(encoder, attention), 20, 20)
+    model = build_model(config, 20, 20)
     set_recurrence(model, "kernels")
     src, tgt = torch.randint(4, 20, (3, 6)), torch.randint(4, 20, (3, 5))
     src_mask, tgt_mask = torch.ones(3, 6, dtype=torch.bool), torch.ones(3, 5, dtype=torch.bool)
@@ -100,6 +145,7 @@ def update_difference(encoder: str, attention: str) -> float:
     grads = []
     for interpret in (False, True):
         kernels.INTERPRET_ON_CPU = interpret
+        torch.manual_seed(1)  # the same dropout masks
         model.zero_grad()
         SentenceNLL(model)(src, src_mask, tgt, tgt_mask).sum().backward()
         grads.append([p.grad.clone() for p in model.parameters()])
@@ -108,5 +154,9 @@ def update_difference(encoder: str, attention: str) -> float:
 
 
 if __name__ == "__main__":
+    from conftest import tiny_luong_config, tiny_model_config
+
     print(json.dumps({"float32": differences(torch.float32), "bfloat16": differences(torch.bfloat16),
-                      "update": {"rnnsearch": update_difference("bigru", "additive"), "rnnencdec": update_difference("gru", "none")}}))  # fmt: skip
+                      "update": {"rnnsearch": update_difference(tiny_model_config("bigru", "additive")),
+                                 "rnnencdec": update_difference(tiny_model_config("gru", "none")),
+                                 "luong": update_difference(tiny_luong_config("global", "general", dropout=0.3, bias=True, state_clip=0.5))}}))  # fmt: skip

@@ -129,9 +129,9 @@ RECURRENCES = tuple(kind for kind in DEVICE_CHOICES["recurrence"] if kind != "au
 
 def set_recurrence(model: nn.Module, kind: str) -> None:
     """'fused': the recurrent loops with a hand-written backward (recurrence.py); 'plain': autograd through
-    the step functions (the reference, slower); 'kernels': the GRU and additive-attention loops with each
-    step's pointwise work as single kernels (kernel_loops.py, the GPU path), other loops fused. All compute
-    the same equations."""
+    the step functions (the reference, slower); 'kernels': each step's pointwise work as single kernels
+    (kernel_loops.py, the GPU path) in the GRU, additive-attention, LSTM-encoder and input-feeding (global
+    dot or general) loops, the other loops fused. All compute the same equations."""
     if kind not in RECURRENCES:
         raise UserError(f"train.recurrence is {kind!r}; expected one of {', '.join(RECURRENCES)}.")
     for module in model.modules():

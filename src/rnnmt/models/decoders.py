@@ -24,6 +24,7 @@ from rnnmt.models.attention import ATTENTIONS, BahdanauAttention, LuongAttention
 from rnnmt.models.encoders import Embedding, Encoded
 from rnnmt.models.gru import GroundhogGRU
 from rnnmt.models.initialisation import Rule, Scheme, linear_rules, prefixed
+from rnnmt.models.kernel_loops import LuongFeedKernels
 from rnnmt.models.recurrence import LuongFeedLoop
 from rnnmt.text.vocab import Vocab
 
@@ -160,6 +161,7 @@ class LuongDecoder(nn.Module):
     """
 
     fused = True
+    kernels = False
 
     def __init__(
         self,
@@ -268,7 +270,8 @@ class LuongDecoder(nn.Module):
             "layer_masks": self._dropout_mask((layers - 1, *shape), net.dropout, x1) if layers > 1 else None,
             "dot_mask": enc.mask if self.attention.kind == "global" and self.attention.score in ("dot", "general") else None,
         }  # fmt: skip
-        return LuongFeedLoop.apply(spec, x1, *state, *tensors)
+        loop = LuongFeedKernels if self.kernels and spec["dot_mask"] is not None else LuongFeedLoop
+        return loop.apply(spec, x1, *state, *tensors)
 
     def _dropout_mask(self, shape: tuple[int, ...], p: float, like: Tensor) -> Tensor | None:
         """Inverted-dropout multipliers (0 or 1/(1 − p)) while training with p > 0, else None."""

@@ -88,12 +88,13 @@ class LSTMEncoder(nn.Module):
 
     The annotations are the top layer's states h̄_s; the decoder starts from every layer's final (h, c).
     `fused` (the default) runs the layers with the hand-written backward of recurrence.py (except on a
-    GPU without clipping: cuDNN); False runs torch's LSTM over packed sequences (or the step loop with
+    GPU without clipping: cuDNN), `kernels` their GPU form (kernel_loops.py); False runs torch's LSTM over packed sequences (or the step loop with
     clipping), the reference. `packed` False keeps every path off packed sequences, whose lengths the host
     reads (a captured CUDA graph cannot: train/graphs.py).
     """
 
     fused = True
+    kernels = False
     packed = True
 
     def __init__(self, vocab_size: int, emb_dim: int, hidden: int, layers: int, dropout: float, bias: bool, state_clip: float | None) -> None:
@@ -111,7 +112,7 @@ class LSTMEncoder(nn.Module):
         x = self.drop(self.embed(src))
         # On a GPU, cuDNN's kernel over the whole sequence is the fast path (and faithful without clipping).
         if self.fused and (x.device.type != "cuda" or self.state_clip is not None or not self.packed):
-            out, final = lstm.scan(self.lstm, x, mask, self.state_clip, self.training)
+            out, final = lstm.scan(self.lstm, x, mask, self.state_clip, self.training, self.kernels)
         else:
             out, final = lstm.run(self.lstm, x, mask, None, self.state_clip, self.packed)
         return Encoded(out, mask, lstm.pack_state(final))

@@ -184,3 +184,169 @@ def scan_directions(
     stacked = [torch.stack(ws) for ws in zip(*weights)]
     states = GRUScanKernels.apply(torch.stack([f(a) for f, a in zip(flip, x)]), torch.stack(h0), keep, *stacked)
     return [f(s) for f, s in zip(flip, states.unbind(0))]
+
+
+class LSTMStackKernels(torch.autograd.Function):
+    """lstm.scan's stacked LSTM encoder (every layer of recurrence.LSTMScan, dropout between layers; masked
+    positions carry h and c over; optional clipping of the carried cell) with all layers in one loop.
+
+    Layer l runs step t in wave w = t + l, so each wave is one batched product [W_ih W_hh]·[x; h] over the
+    layers and one kernel for all their cells (the layers' buffers are indexed by wave; a layer outside its
+    steps has keep 0 and carries its state). Layer 1's input part is zero, its input projection (all steps,
+    done before) the cell's base. Inputs: x1 [B, T, 4H] (W_ih x + b of layer 1), mask [B, T], clip, the
+    inverted-dropout multipliers between layers [L − 1, B, T, H] or None, then W_hh of layer 1 and W_ih,
+    W_hh, bias (or None) of each layer above. Returns the top layer's states [B, T, H] and every layer's
+    final h and c [L, B, H].
+    """
+
+    @staticmethod
+    @explicit_precision
+    def forward(ctx: Any, x1: Tensor, mask: Tensor, clip: float | None, drops: Tensor | None, W_hh1: Tensor, *upper: Tensor | None) -> tuple[Tensor, ...]:
+        B, T, H4 = x1.shape
+        H, L, p = H4 // 4, 1 + len(upper) // 3, ctx.precision
+        waves = T + L - 1
+        layer = torch.arange(L, device=x1.device)
+        step = torch.arange(waves, device=x1.device).unsqueeze(1) - layer  # [waves, L]: the step each layer runs
+        inside = (step >= 0) & (step < T)
+        at = step.clamp(0, T - 1)
+        keep = (mask.t()[at] * inside.unsqueeze(-1)).to(p.acc).unsqueeze(-1)  # [waves, L, B, 1]
+        base = p.buffer(x1, waves, L, B, 4 * H, zero=True)
+        base[:T, 0] = x1.transpose(0, 1)
+        for k in range(1, L):
+            if upper[3 * k - 1] is not None:
+                base[:, k] = upper[3 * k - 1]
+        # Layer l's output in wave w feeds layer l + 1 in the next wave, dropped out as at layer l's step (the top's feeds nothing).
+        fwd_mask = None
+        if drops is not None:
+            fwd_mask = torch.ones(waves, L, B, H, dtype=p.acc, device=x1.device)
+            for k in range(L - 1):
+                fwd_mask[:, k] = drops[k].transpose(0, 1)[at[:, k]]
+        # xh[w, l] = [layer l's input in wave w; its state before wave w]; slot L is where the top layer's output goes.
+        xh, xh_c = p.buffer(x1, waves + 1, L + 1, B, 2 * H, zero=True), _companion(p, x1, waves + 1, L + 1, B, 2 * H)
+        c = p.buffer(x1, waves + 1, L, B, H, zero=True)
+        gates, c_raw, tanh_c = p.buffer(x1, waves, L, B, 4 * H), p.buffer(x1, waves, L, B, H), p.buffer(x1, waves, L, B, H)
+        gemm = _companion(p, x1, L, B, 4 * H)
+        W = torch.stack([torch.cat([torch.zeros_like(W_hh1), W_hh1], 1)] + [torch.cat(upper[3 * k - 3 : 3 * k - 1], 1) for k in range(1, L)])
+        W_t = W.transpose(1, 2).to(p.compute)  # [L, 2H, 4H]
+        rows = (lambda a: a.reshape(-1, a.shape[-1]))  # [L, B, n] (a view) -> [L·B, n]
+        for w in range(waves):
+            torch.bmm(xh_c[w, :L], W_t, out=gemm)
+            kernels.lstm_cell(rows(base[w]), rows(gemm), rows(c[w]), rows(xh[w, :L, :, H:]), rows(keep[w]), clip, rows(gates[w]), rows(c_raw[w]),
+                              rows(tanh_c[w]), rows(c[w + 1]), rows(xh[w + 1, :L, :, H:]), rows(xh_c[w + 1, :L, :, H:]), rows(xh[w + 1, 1:, :, :H]),
+                              rows(xh_c[w + 1, 1:, :, :H]), rows(fwd_mask[w]) if fwd_mask is not None else None)  # fmt: skip
+        ctx.clip, ctx.shape = clip, (B, T, H, L)
+        ctx.save_for_backward(xh, xh_c, c, gates, c_raw, tanh_c, keep, fwd_mask, W, *upper)
+        return xh[L : L + T, L - 1, :, H:].transpose(0, 1), xh[waves, :L, :, H:], c[waves]
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, d_out: Tensor, d_h: Tensor, d_c: Tensor) -> tuple[Tensor | None, ...]:
+        xh, xh_c, c, gates, c_raw, tanh_c, keep, fwd_mask, W, *upper = ctx.saved_tensors
+        (B, T, H, L), p, clip = ctx.shape, ctx.precision, ctx.clip
+        waves = T + L - 1
+        d_out = p.steps_first(d_out)
+        d_gates, d_gates_c = p.buffer(xh, waves, L, B, 4 * H), _companion(p, xh, waves, L, B, 4 * H)
+        d_xh = _companion(p, xh, waves + 1, L + 1, B, 2 * H)  # slot L stays 0: nothing reads the top layer's output there
+        rest, dc = d_h.to(p.acc).reshape(L * B, H).clone(), d_c.to(p.acc).reshape(L * B, H).clone()
+        Wc = W.to(p.compute)  # [L, 4H, 2H]
+        rows = (lambda a: a.reshape(-1, a.shape[-1]))
+        for w in range(waves - 1, -1, -1):
+            t = w - (L - 1)  # the top layer's step in this wave
+            kernels.lstm_cell_back(rest, rows(d_xh[w + 1, :L, :, H:]), rows(d_xh[w + 1, 1:, :, :H]), rows(fwd_mask[w]) if fwd_mask is not None else None,
+                                   d_out[t] if 0 <= t < T else None, rows(keep[w]), dc, rows(gates[w]), rows(c[w]), rows(tanh_c[w]), rows(c_raw[w]), clip,
+                                   rows(d_gates[w]), rows(d_gates_c[w]))  # fmt: skip
+            torch.bmm(d_gates_c[w], Wc, out=d_xh[w, :L])
+        # Σ over waves and rows of d_gatesᵀ [x; h], one batched product over the layers.
+        d_W = torch.bmm(d_gates_c.permute(1, 3, 0, 2).reshape(L, 4 * H, -1), xh_c[:waves, :L].permute(1, 0, 2, 3).reshape(L, -1, 2 * H)).to(p.acc)
+        grads: list[Tensor | None] = [d_W[0, :, H:]]
+        for k in range(1, L):
+            grads += [d_W[k, :, :H], d_W[k, :, H:], d_gates[:, k].sum((0, 1)) if upper[3 * k - 1] is not None else None]
+        d_x1 = d_gates[:T, 0].transpose(0, 1)
+        return d_x1, None, None, None, *grads
+
+
+class LuongFeedKernels(torch.autograd.Function):
+    """recurrence.LuongFeedLoop (same inputs and outputs) for global attention with a dot-product score (dot,
+    general: `spec["dot_mask"]` set): per step and layer a product [W_ih W_hh]·[x; h] and one kernel for the
+    cell (which also writes the next layer's dropped-out input), one kernel for the attention, one product
+    W_c [c; h_top] and one kernel for h̃ = tanh(·) (which writes the next step's fed input); back the same."""
+
+    @staticmethod
+    @explicit_precision
+    def forward(ctx: Any, spec: dict[str, Any], x1: Tensor, h0: Tensor, c0: Tensor, *tensors: Tensor | None) -> tuple[Tensor, Tensor]:
+        L, clip, p = spec["layers"], spec["clip"], ctx.precision
+        feed_mask, layer_masks = spec["feed_mask"], spec["layer_masks"]
+        W_ih, W_hh, bias = tensors[0 : 3 * L : 3], tensors[1 : 3 * L : 3], tensors[2 : 3 * L : 3]
+        Wc_c, Wc_h, b_c, keys, annotations = tensors[3 * L : 3 * L + 5]
+        keys, annotations = keys.to(p.acc).contiguous(), annotations.to(p.acc).contiguous()
+        real = spec["dot_mask"].to(p.acc)
+        B, T, H4 = x1.shape
+        H = H4 // 4
+        xs = p.steps_first(x1)
+        # xh[l, t] = [layer l's input at step t (layer 1: the fed h̃); its state before step t], also in the products' dtype.
+        xh, xh_c = p.buffer(x1, L, T + 1, B, 2 * H, zero=True), _companion(p, x1, L, T + 1, B, 2 * H)
+        xh[:, 0, :, H:], xh_c[:, 0, :, H:] = h0, h0
+        c = p.buffer(x1, L, T + 1, B, H)
+        c[:, 0] = c0
+        gates, c_raw, tanh_c = p.buffer(x1, L, T, B, 4 * H), p.buffer(x1, L, T, B, H), p.buffer(x1, L, T, B, H)
+        h_tilde, contexts, alphas = p.buffer(x1, T + 1, B, H, zero=True), p.buffer(x1, T, B, H), p.buffer(x1, T, B, keys.shape[1])
+        ctop_c, gemm, pre = _companion(p, x1, B, 2 * H), _companion(p, x1, B, 4 * H), _companion(p, x1, B, H)
+        W = [torch.cat((a, b), 1).to(p.compute) for a, b in zip(W_ih, W_hh)]
+        Wc = torch.cat((Wc_c, Wc_h), 1).to(p.compute)  # [H, 2H], read as W_c [c; h_top]
+        for t in range(T):
+            for layer in range(L):
+                top = layer == L - 1
+                base = xs[t] if layer == 0 else bias[layer].expand(B, 4 * H) if bias[layer] is not None else None
+                torch.mm(xh_c[layer, t], W[layer].t(), out=gemm)
+                kernels.lstm_cell(base, gemm, c[layer, t], None, None, clip, gates[layer, t], c_raw[layer, t], tanh_c[layer, t], c[layer, t + 1],
+                                  xh[layer, t + 1, :, H:], xh_c[layer, t + 1, :, H:], None if top else xh[layer + 1, t, :, :H],
+                                  ctop_c[:, H:] if top else xh_c[layer + 1, t, :, :H],
+                                  layer_masks[layer, t] if not top and layer_masks is not None else None)  # fmt: skip
+            kernels.dot_attention(xh[L - 1, t + 1, :, H:], keys, real, annotations, alphas[t], contexts[t], ctop_c[:, :H])
+            torch.mm(ctop_c, Wc.t(), out=pre)
+            fed = t + 1 < T
+            kernels.feed_tanh(b_c, pre, h_tilde[t + 1], xh[0, t + 1, :, :H] if fed else None, xh_c[0, t + 1, :, :H] if fed else None,
+                              feed_mask[t + 1] if fed and feed_mask is not None else None)  # fmt: skip
+        ctx.spec = spec
+        ctx.save_for_backward(xh, xh_c, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, keys, annotations, Wc, *W, *tensors)
+        return h_tilde[1:].transpose(0, 1), alphas.transpose(0, 1)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, d_h_tilde: Tensor, d_alphas: Tensor | None) -> tuple[Tensor | None, ...]:
+        spec, p = ctx.spec, ctx.precision
+        L, clip, params = spec["layers"], spec["clip"], spec["params"]
+        feed_mask, layer_masks = spec["feed_mask"], spec["layer_masks"]
+        xh, xh_c, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, keys, annotations, Wc, *saved = ctx.saved_tensors
+        W, tensors = saved[:L], saved[L:]
+        bias, b_c = tensors[2 : 3 * L : 3], tensors[3 * L + 2]
+        T, B, H = contexts.shape
+        d_h_tilde = p.steps_first(d_h_tilde)
+        d_alphas = p.steps_first(d_alphas) if d_alphas is not None else None
+        d_gates, d_gates_c = p.buffer(contexts, L, T, B, 4 * H), _companion(p, contexts, L, T, B, 4 * H)
+        d_pre, d_contexts, d_scores = p.buffer(contexts, T, B, H), p.buffer(contexts, T, B, H), p.buffer(contexts, *alphas.shape)
+        d_pre_c, d_ctop, d_below = _companion(p, contexts, B, H), _companion(p, contexts, B, 2 * H), p.buffer(contexts, B, H)
+        d_xh = _companion(p, contexts, L, B, 2 * H)  # per layer: d[x; h] of the step after the current one
+        dc = p.buffer(contexts, L, B, H, zero=True)
+        for t in range(T - 1, -1, -1):
+            fed = t + 1 < T
+            kernels.feed_tanh_back(d_h_tilde[t], d_xh[0, :, :H] if fed else None, feed_mask[t + 1] if fed and feed_mask is not None else None,
+                                   h_tilde[t + 1], d_pre[t], d_pre_c)  # fmt: skip
+            torch.mm(d_pre_c, Wc, out=d_ctop)
+            kernels.dot_attention_back(d_ctop, d_alphas[t] if d_alphas is not None else None, annotations, alphas[t], keys, d_contexts[t], d_scores[t],
+                                       d_below)  # fmt: skip
+            for layer in range(L - 1, -1, -1):
+                top = layer == L - 1
+                kernels.lstm_cell_back(None, d_xh[layer, :, H:], d_below if top else d_xh[layer + 1, :, :H],
+                                       layer_masks[layer, t] if not top and layer_masks is not None else None, None, None, dc[layer], gates[layer, t],
+                                       c[layer, t], tanh_c[layer, t], c_raw[layer, t], clip, d_gates[layer, t], d_gates_c[layer, t])  # fmt: skip
+                torch.mm(d_gates_c[layer, t], W[layer], out=d_xh[layer])
+        tops = xh[L - 1, 1:, :, H:]
+        grads: list[Tensor | None] = []
+        for layer in range(L):
+            d_W = _product_grad(p, d_gates_c[layer], xh_c[layer, :T])
+            grads += [d_W[:, :H], d_W[:, H:], d_gates[layer].sum((0, 1)) if bias[layer] is not None else None]
+        grads += [_product_grad(p, d_pre, contexts), _product_grad(p, d_pre, tops), d_pre.sum((0, 1)) if b_c is not None else None]
+        grads += [torch.bmm(d_scores.permute(1, 2, 0), tops.transpose(0, 1)), torch.bmm(alphas.permute(1, 2, 0), d_contexts.transpose(0, 1))]
+        grads += [torch.zeros_like(w) for w in params]  # the score's own weights act outside, on the keys
+        return (None, d_gates[0].transpose(0, 1), d_xh[:, :, H:].to(p.acc), dc, *grads)

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from rnnmt.models.initialisation import Rule, Scheme
+from rnnmt.models.kernel_loops import LSTMStackKernels
 from rnnmt.models.recurrence import LSTMScan
 
 State = tuple[Tensor, Tensor]  # (h, c), each [layers, B, H]
@@ -86,17 +87,29 @@ def run(lstm: nn.LSTM, x: Tensor, mask: Tensor, state: State | None, clip: float
     return torch.stack(outputs, dim=1), state
 
 
-def scan(lstm: nn.LSTM, x: Tensor, mask: Tensor, clip: float | None, training: bool) -> tuple[Tensor, State]:
+def scan(lstm: nn.LSTM, x: Tensor, mask: Tensor, clip: float | None, training: bool, kernels: bool = False) -> tuple[Tensor, State]:
     """What `run` computes from a zero state, layer by layer with recurrence.LSTMScan: each layer's input
-    projection for all positions at once, then its recurrence. Outputs are zero on padding (as `run`'s)."""
+    projection for all positions at once, then its recurrence (`kernels`: all layers in one loop,
+    kernel_loops.LSTMStackKernels). Outputs are zero on padding (as `run`'s)."""
     batch, layers, H = x.shape[0], lstm.num_layers, lstm.hidden_size
+    bias = [getattr(lstm, f"bias_ih_l{k}") + getattr(lstm, f"bias_hh_l{k}") if lstm.bias else None for k in range(layers)]
+    if kernels:
+        x1 = nn.functional.linear(x, lstm.weight_ih_l0, bias[0])
+        # The multipliers nn.functional.dropout draws for each upper layer's input, in its order and memory layout
+        # (LSTMScan's outputs are steps-first in memory), so that a CPU draws the same masks on both paths.
+        drops = None
+        if training and lstm.dropout > 0 and layers > 1:
+            shape, p = (x.shape[1], batch, H), lstm.dropout
+            drops = torch.stack([x1.new_empty(shape, dtype=torch.float32).bernoulli_(1 - p).div_(1 - p).transpose(0, 1) for _ in range(layers - 1)])
+        upper = [w for k in range(1, layers) for w in (getattr(lstm, f"weight_ih_l{k}"), getattr(lstm, f"weight_hh_l{k}"), bias[k])]
+        out, h, c = LSTMStackKernels.apply(x1, mask, clip, drops, lstm.weight_hh_l0, *upper)
+        return out * mask.unsqueeze(-1), (h, c)
     zeros = x.new_zeros(batch, H, dtype=torch.promote_types(x.dtype, torch.float32))
     finals_h, finals_c = [], []
     for k in range(layers):
         if k > 0:
             x = nn.functional.dropout(x, lstm.dropout, training)
-        bias = getattr(lstm, f"bias_ih_l{k}") + getattr(lstm, f"bias_hh_l{k}") if lstm.bias else None
-        projected = nn.functional.linear(x, getattr(lstm, f"weight_ih_l{k}"), bias)
+        projected = nn.functional.linear(x, getattr(lstm, f"weight_ih_l{k}"), bias[k])
         x, h, c = LSTMScan.apply(projected, zeros, zeros, mask, getattr(lstm, f"weight_hh_l{k}"), clip)
         finals_h.append(h)
         finals_c.append(c)
