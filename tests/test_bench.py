@@ -160,3 +160,19 @@ def test_translate_bench_decodes_with_the_decode_file_and_the_flags(tmp_path):
 def test_translate_bench_names_the_options_it_lacks(capsys):
     assert main(["bench", "translate", "--device", "cpu"]) == 2
     assert capsys.readouterr().err == "rnnmt bench: error: rnnmt bench translate needs --model, --input.\n"
+
+
+def test_settings_for_cuda_count_a_gpus_update_on_a_cpu(tiny_paper_config, tmp_path, monkeypatch):
+    """--settings-for cuda: the auto settings a CUDA device would take (bfloat16, kernels, sync logging), the
+    capture run uncaptured (graph static), explicit flags still winning."""
+    from rnnmt.train import device_choices
+
+    monkeypatch.setattr(device_choices.importlib.util, "find_spec", lambda name: object())
+    out = tmp_path / "bench.json"
+    main(["bench", "train", "--paper-shape", "rnnsearch-50", "--config", str(tiny_paper_config), "--steps", "1", "--device", "cpu",
+          "--settings-for", "cuda", "--output", str(out)])  # fmt: skip
+    r = json.loads(out.read_text())
+    assert (r["precision"], r["recurrence"], r["sync"], r["graph"]) == ("bfloat16", "kernels", "logging", "static")
+    main(["bench", "train", "--paper-shape", "rnnsearch-50", "--config", str(tiny_paper_config), "--steps", "1", "--device", "cpu",
+          "--settings-for", "cuda", "--precision", "float32", "--output", str(out)])  # fmt: skip
+    assert json.loads(out.read_text())["precision"] == "float32"

@@ -142,9 +142,11 @@ def bench_train(
     src_vocab: Path | None = None,
     tgt_vocab: Path | None = None,
     overrides: dict[str, str],
+    settings_for: str | None = None,
 ) -> dict[str, Any]:
     """Time `steps` training updates after a warm-up: system `paper_shape` of `config` on random batches,
-    or the system at `system_path` on its data; `overrides` replace values of its `train` section."""
+    or the system at `system_path` on its data; `overrides` replace values of its `train` section, and with
+    `settings_for` ('cuda') the `auto` ones take the values that device would choose."""
     from rnnmt.text.binarize import ParallelData
     from rnnmt.text.vocab import Vocab
     from rnnmt.train.loop import Trainer
@@ -157,6 +159,8 @@ def bench_train(
         system, data, budget = read_system(system_path), ParallelData.load(data_path), None
         source_vocab, target_vocab = Vocab.load(src_vocab), Vocab.load(tgt_vocab)
     system = {**system, "train": {**system["train"], **overrides}}
+    if settings_for:
+        system["train"].update(settings_as_on(system["train"], torch.device(settings_for), device))
     window = range(WARMUP, WARMUP + steps)
     with tempfile.TemporaryDirectory() as tmp:
         trainer = Trainer(system, data, {}, source_vocab, target_vocab, Path(tmp), device, {})
@@ -199,6 +203,18 @@ def bench_train(
             hours += one_off / shapes * possible / 3600
         result["projected_hours"] = hours
     return result
+
+
+def settings_as_on(train: dict[str, Any], chooser: torch.device, device: torch.device) -> dict[str, str]:
+    """The `auto` training settings as `chooser` would resolve them, to run on `device`: a CPU runs a capture's
+    update uncaptured (graph static), so that it counts the kernels a GPU would launch."""
+    from rnnmt.train.defaults import TRAIN_DEFAULTS
+    from rnnmt.train.device_choices import choose
+
+    chosen = {key: c.value for key, c in choose({**TRAIN_DEFAULTS, **train}, chooser).items()}
+    if chosen["graph"] == "cuda" and device.type != "cuda":
+        chosen["graph"] = "static"
+    return chosen
 
 
 def _timed(trainer: Any, updates: range, device: torch.device) -> dict[str, float]:

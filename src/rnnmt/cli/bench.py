@@ -30,6 +30,8 @@ def args_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--recurrence", choices=DEVICE_CHOICES["recurrence"], help="train: override the system's train.recurrence")
     p.add_argument("--sync", choices=DEVICE_CHOICES["sync"], help="train: override the system's train.sync")
     p.add_argument("--graph", choices=DEVICE_CHOICES["graph"], help="train: override the system's train.graph")
+    p.add_argument("--settings-for", choices=["cuda"],
+                   help="train: resolve the auto settings as on this device (on a CPU: a GPU's update, uncaptured, whose kernels it counts)")
     p.add_argument("--data", type=Path, help="train: binarized training data")
     p.add_argument("--src-vocab", type=Path, help="train: source vocabulary")
     p.add_argument("--tgt-vocab", type=Path, help="train: target vocabulary")
@@ -63,7 +65,7 @@ def measurement(a: argparse.Namespace) -> Callable[[Any], dict[str, Any]]:
     if a.what == "train":
         overrides = {key: getattr(a, key) for key in ("precision", "recurrence", "sync", "graph") if getattr(a, key)}
         return partial(bench.bench_train, steps=a.steps, paper_shape=a.paper_shape, config=a.config, system_path=a.system, data_path=a.data,
-                       src_vocab=a.src_vocab, tgt_vocab=a.tgt_vocab, overrides=overrides)  # fmt: skip
+                       src_vocab=a.src_vocab, tgt_vocab=a.tgt_vocab, overrides=overrides, settings_for=a.settings_for)  # fmt: skip
     if a.what == "translate":
         return partial(bench.bench_translate, model=a.model, source=a.input, steps=a.steps, batch_size=a.batch_size, settings=decode_settings(a))
     return partial(bench.bench_select, src=a.src, tgt=a.tgt, indomain_src=a.indomain_src, indomain_tgt=a.indomain_tgt, order=a.order,
