@@ -249,3 +249,10 @@ def test_seeds_given_on_the_snakemake_command_line_are_numbers():
     cfg.type_command_line(bad, {"seeds": ["one"]})
     with pytest.raises(UserError, match="seeds.0"):
         cfg.validate(bad, SCHEMA)
+
+
+@pytest.mark.parametrize("top,scale,expected", [(None, "demo", True), (None, "paper", False), (False, "demo", False), (True, "paper", True)])
+def test_reproducible_mode_is_the_scales_unless_the_top_level_says(top, scale, expected):
+    config = cfg.load(ROOT / "config.yaml", SCHEMA)
+    config.update(scale=scale, reproducible=top)
+    assert cfg.reproducible(config) is expected

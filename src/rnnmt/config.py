@@ -209,6 +209,12 @@ def active_scale(config: dict[str, Any]) -> dict[str, Any]:
     return config["scales"][config["scale"]]
 
 
+def reproducible(config: dict[str, Any]) -> bool:
+    """Whether the jobs run in reproducible mode (rnnmt/reproducible.py): the top-level switch, else the scale's."""
+    given = config.get("reproducible")
+    return bool(active_scale(config).get("reproducible", False)) if given is None else given
+
+
 def active_systems(config: dict[str, Any]) -> list[str]:
     """Systems that run at the active scale (its `systems`), in the order of `systems`."""
     listed = set(active_scale(config)["systems"])

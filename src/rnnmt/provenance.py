@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rnnmt import reproducible
 from rnnmt.fileio import write_json
 
 PACKAGES = ("rnnmt", "torch", "snakemake", "sacremoses", "sacrebleu", "subword-nmt", "pandas", "matplotlib", "numpy")
@@ -41,7 +42,22 @@ def hardware() -> dict[str, Any]:
     import torch
 
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    return {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(), "gpus": gpus}
+    return {"machine": platform.machine(), "cpu": cpu(), "cpus": os.cpu_count(), "python": platform.python_version(), "gpus": gpus}
+
+
+# The instruction sets that decide which kernels the libraries run on a CPU (and so the last bits of a result).
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+
+
+def cpu() -> dict[str, Any]:
+    """The CPU's model name and which of ISA_FLAGS it has (Linux's /proc/cpuinfo; empty elsewhere)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {}
+    model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), None)
+    flags = set(text.split())
+    return {"model": model, "instruction_sets": [flag for flag in ISA_FLAGS if flag in flags]}
 
 
 def write_provenance(config: dict[str, Any], out: Path) -> None:
@@ -53,5 +69,6 @@ def write_provenance(config: dict[str, Any], out: Path) -> None:
             "packages": package_versions(),
             "git": git_revision(Path(__file__).resolve().parent),
             "hardware": hardware(),
+            "reproducible": reproducible.describe(),
         },
     )

@@ -1,7 +1,9 @@
 # Helpers only: the plan of this run (rnnmt.workflow, tested without Snakemake) and the names rules use.
+import os
 import sys
 
 from rnnmt import config as rnnmt_config
+from rnnmt import reproducible
 from rnnmt.errors import UserError
 from rnnmt.fileio import write_json
 from rnnmt.workflow import paths
@@ -15,6 +17,12 @@ try:
 except UserError as exc:
     # One line and a non-zero exit before any job runs, not a traceback.
     sys.exit(f"rnnmt: {exc}")
+
+# Reproducible mode reaches every job (local or sbatch, which exports the environment) through this variable.
+if rnnmt_config.reproducible(PLAN.config):
+    os.environ[reproducible.SWITCH] = "1"
+else:
+    os.environ.pop(reproducible.SWITCH, None)
 
 INPUTS = RuleInputs(PLAN)
 REPORTS = Reports(PLAN)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rnnmt import reproducible
 from rnnmt.cli import bench, config, data, decode, evaluate, select, text, train
 from rnnmt.cli.arguments import Command, positive
 from rnnmt.errors import UserError
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    reproducible.apply()  # before any stage imports torch or NumPy
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.argv = argv  # `train --processes N` starts itself again under torchrun
