@@ -97,3 +97,32 @@ def test_show_system_prints_what_a_cuda_device_would_choose_and_why(capsys, monk
     chosen = shown["chosen for the device"]
     assert chosen["device"] == "cuda" and chosen["graph"]["value"] == "cuda" and chosen["precision"]["value"] == "bfloat16"
     assert "max_len" in chosen["graph"]["why"]
+
+
+LSTM_UNDER_AUTOCAST = """
+import torch
+from conftest import tiny_luong_config
+from rnnmt.models.build import build_model, set_recurrence
+from rnnmt.train.batching import SourceFormat
+cfg = tiny_luong_config(feed_input=False)
+model = build_model(cfg, 20, 22)
+set_recurrence(model, "plain")  # torch's LSTM for the encoder too
+src, mask = SourceFormat.of(cfg).batch([torch.tensor([5, 6, 7, 8]), torch.tensor([9, 10])])
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    hidden, _ = model.features(src, mask, torch.tensor([[9, 10, 2], [11, 2, 0]]))
+hidden.float().sum().backward()
+print("trained", torch.isfinite(model.encoder.lstm.weight_hh_l0.grad).all().item())
+"""
+
+
+@pytest.mark.parametrize("cap", ["AVX2", "AVX512_CORE_BF16"])
+def test_torch_lstm_under_bfloat16_autocast_runs_on_a_cpu_with_or_without_bfloat16_instructions(cap):
+    """oneDNN has no bfloat16 LSTM without AVX512_BF16 or AMX ('could not create a primitive descriptor'):
+    rnnmt runs torch's LSTM in float32 there (lstm.call), and in bfloat16 where it can."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": cap, "PYTHONPATH": os.pathsep.join(str(ROOT / d) for d in ("src", "tests"))}
+    run = subprocess.run([sys.executable, "-c", LSTM_UNDER_AUTOCAST], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "trained True", run.stderr[-2000:]

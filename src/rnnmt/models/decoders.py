@@ -231,7 +231,7 @@ class LuongDecoder(nn.Module):
         steps = torch.arange(tgt.shape[1], device=tgt.device)
         state = lstm.unpack_state(enc.summary)
         if not self.feed_input and self.state_clip is None:
-            h, _ = self.lstm(self._inputs(words, None), state)
+            h, _ = lstm.call(self.lstm, self._inputs(words, None), state)
             return self.attend(h, ctx, steps)
         if self.fused and self.feed_input and self.attention is not None:
             return self._feed_loop(ctx, words, steps, state)

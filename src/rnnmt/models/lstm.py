@@ -16,6 +16,7 @@ from torch import Tensor, nn
 from rnnmt.models.initialisation import Rule, Scheme
 from rnnmt.models.kernel_loops import LSTMStackKernels
 from rnnmt.models.recurrence import LSTMScan
+from rnnmt.train.device_choices import cpu_has_bfloat16
 
 State = tuple[Tensor, Tensor]  # (h, c), each [layers, B, H]
 
@@ -56,9 +57,24 @@ def clip_state(state: State, clip: float | None) -> State:
     return h, c.clamp(-clip, clip)
 
 
+def call(lstm: nn.LSTM, x: Tensor | nn.utils.rnn.PackedSequence, state: State | None) -> tuple[Tensor | nn.utils.rnn.PackedSequence, State]:
+    """torch's LSTM (oneDNN's on a CPU). Under bfloat16 autocast on a CPU without bfloat16 instructions oneDNN has
+    no bfloat16 LSTM (it cannot create the primitive): there it runs in float32 instead."""
+    device = lstm.weight_hh_l0.device.type
+    if device == "cpu" and torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device) == torch.bfloat16 and not cpu_has_bfloat16():
+        with torch.autocast(device, enabled=False):
+            if isinstance(x, Tensor):
+                x = x.float()
+            else:
+                x = x._replace(data=x.data.float())
+            state = tuple(s.float() for s in state) if state is not None else None
+            return lstm(x, state)
+    return lstm(x, state)
+
+
 def step(lstm: nn.LSTM, x: Tensor, state: State, clip: float | None) -> tuple[Tensor, State]:
     """One position [B, input] -> top-layer output [B, H] and the new state."""
-    out, new = lstm(x.unsqueeze(1), state)
+    out, new = call(lstm, x.unsqueeze(1), state)
     return out.squeeze(1), clip_state(new, clip)
 
 
@@ -71,7 +87,7 @@ def run(lstm: nn.LSTM, x: Tensor, mask: Tensor, state: State | None, clip: float
     if clip is None and packed:
         lengths = mask.sum(dim=1).clamp(min=1).cpu()
         packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        out, final = lstm(packed, state)
+        out, final = call(lstm, packed, state)
         out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
         return out, final
     batch, layers = x.shape[0], lstm.num_layers

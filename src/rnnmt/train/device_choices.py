@@ -43,17 +43,28 @@ class Choice:
     why: str
 
 
-def cpu_multiplies_bfloat16() -> bool:
-    """Whether this CPU multiplies bfloat16 matrices natively (AMX) and oneDNN is allowed to use it."""
+def _cpu_offers(flags: tuple[str, ...], caps: tuple[str, ...]) -> bool:
+    """Whether the CPU has one of `flags` (/proc/cpuinfo) and oneDNN's cap, if any, names an ISA with one of `caps`."""
     for variable in ISA_CAPS:
         cap = os.environ.get(variable, "").upper()
-        if cap and cap not in ("ALL", "DEFAULT") and "AMX" not in cap:
+        if cap and cap not in ("ALL", "DEFAULT") and not any(c in cap for c in caps):
             return False
     try:
-        flags = Path("/proc/cpuinfo").read_text().split()
+        found = set(Path("/proc/cpuinfo").read_text().split())
     except OSError:
         return False
-    return "amx_bf16" in flags
+    return any(flag in found for flag in flags)
+
+
+def cpu_multiplies_bfloat16() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices natively (AMX) and oneDNN is allowed to use it."""
+    return _cpu_offers(("amx_bf16",), ("AMX", "AVX10"))
+
+
+def cpu_has_bfloat16() -> bool:
+    """Whether oneDNN may use bfloat16 instructions here (AVX512_BF16 or AMX): without them it has no bfloat16 LSTM
+    (models/lstm.py then runs torch's LSTM in float32)."""
+    return _cpu_offers(("avx512_bf16", "amx_bf16"), ("BF16", "FP16", "AMX", "AVX10"))
 
 
 def cuda_multiplies_bfloat16(device: torch.device) -> bool:
