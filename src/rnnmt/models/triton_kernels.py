@@ -21,6 +21,42 @@ def _tanh(x):
 
 
 @triton.jit
+def _softmax_context(energy, real, b, s, S, C, alpha, ann, ctx, ctx_c, ctx_c_stride, BLOCK_C: tl.constexpr):
+    """Row b of an attention: α = softmax of the energies [BLOCK_S] over the real positions, c = Σ_s α_s ann[b, s]."""
+    energy = tl.where(real, energy, float("-inf"))
+    e = tl.exp(energy - tl.max(energy, axis=0))
+    weights = e / tl.sum(e, axis=0)
+    tl.store(alpha + b * S + s, weights, mask=s < S)
+    for c0 in range(0, C, BLOCK_C):
+        c = c0 + tl.arange(0, BLOCK_C)
+        values = tl.load(ann + b * S * C + s[:, None] * C + c[None, :], mask=(s[:, None] < S) & (c[None, :] < C), other=0.0)
+        out = tl.sum(weights[:, None] * values, axis=0)
+        tl.store(ctx + b * C + c, out, mask=c < C)
+        tl.store(ctx_c + b * ctx_c_stride + c, out.to(ctx_c.dtype.element_ty), mask=c < C)
+
+
+@triton.jit
+def _scores_back(b, s, S, C, d_ctx, d_ctx_stride, dcx, dcx_stride, d_alpha, ann, alpha, dc_out, de_out,
+                 HAS_DCX: tl.constexpr, HAS_DALPHA: tl.constexpr, BLOCK_C: tl.constexpr):  # fmt: skip
+    """Row b back through `_softmax_context`: dc = d_ctx [+ dcx] (stored), the energies' gradient (stored, returned)."""
+    d_weights = s.to(tl.float32) * 0.0
+    for c0 in range(0, C, BLOCK_C):
+        c = c0 + tl.arange(0, BLOCK_C)
+        dc = tl.load(d_ctx + b * d_ctx_stride + c, mask=c < C, other=0.0).to(tl.float32)
+        if HAS_DCX:
+            dc += tl.load(dcx + b * dcx_stride + c, mask=c < C, other=0.0).to(tl.float32)
+        tl.store(dc_out + b * C + c, dc, mask=c < C)
+        values = tl.load(ann + b * S * C + s[:, None] * C + c[None, :], mask=(s[:, None] < S) & (c[None, :] < C), other=0.0)
+        d_weights += tl.sum(values * dc[None, :], axis=1)
+    if HAS_DALPHA:
+        d_weights += tl.load(d_alpha + b * S + s, mask=s < S, other=0.0).to(tl.float32)
+    weights = tl.load(alpha + b * S + s, mask=s < S, other=0.0)
+    de = weights * (d_weights - tl.sum(weights * d_weights, axis=0))
+    tl.store(de_out + b * S + s, de, mask=s < S)
+    return de
+
+
+@triton.jit
 def _gru_gates(x, x_stride, xc, xc_stride, g, g_stride, h, h_stride, gates, rh, rh_c, H, HAS_XC: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
@@ -120,16 +156,7 @@ def _additive_attention(keys, q, q_stride, v, mask, ann, tanh_out, alpha, ctx, c
         t = _tanh(pre)
         tl.store(tanh_out + at, t, mask=inside)
         energy += tl.sum(t * tl.load(v + a, mask=a < A, other=0.0)[None, :], axis=1)
-    energy = tl.where(real, energy, float("-inf"))
-    e = tl.exp(energy - tl.max(energy, axis=0))
-    weights = e / tl.sum(e, axis=0)
-    tl.store(alpha + b * S + s, weights, mask=s < S)
-    for c0 in range(0, C, BLOCK_C):
-        c = c0 + tl.arange(0, BLOCK_C)
-        values = tl.load(ann + b * S * C + s[:, None] * C + c[None, :], mask=(s[:, None] < S) & (c[None, :] < C), other=0.0)
-        out = tl.sum(weights[:, None] * values, axis=0)
-        tl.store(ctx + b * C + c, out, mask=c < C)
-        tl.store(ctx_c + b * C + c, out.to(ctx_c.dtype.element_ty), mask=c < C)
+    _softmax_context(energy, real, b, s, S, C, alpha, ann, ctx, ctx_c, C, BLOCK_C)
 
 
 @triton.jit
@@ -138,20 +165,7 @@ def _additive_attention_back(d_ctx, dcx, dcx_stride, d_alpha, ann, alpha, v, tan
                              BLOCK_S: tl.constexpr, BLOCK_A: tl.constexpr, BLOCK_C: tl.constexpr):  # fmt: skip
     b = tl.program_id(0)
     s = tl.arange(0, BLOCK_S)
-    d_weights = tl.zeros([BLOCK_S], dtype=tl.float32)
-    for c0 in range(0, C, BLOCK_C):
-        c = c0 + tl.arange(0, BLOCK_C)
-        dc = tl.load(d_ctx + b * C + c, mask=c < C, other=0.0).to(tl.float32)
-        if HAS_DCX:
-            dc += tl.load(dcx + b * dcx_stride + c, mask=c < C, other=0.0).to(tl.float32)
-        tl.store(dc_out + b * C + c, dc, mask=c < C)
-        values = tl.load(ann + b * S * C + s[:, None] * C + c[None, :], mask=(s[:, None] < S) & (c[None, :] < C), other=0.0)
-        d_weights += tl.sum(values * dc[None, :], axis=1)
-    if HAS_DALPHA:
-        d_weights += tl.load(d_alpha + b * S + s, mask=s < S, other=0.0).to(tl.float32)
-    weights = tl.load(alpha + b * S + s, mask=s < S, other=0.0)
-    de = weights * (d_weights - tl.sum(weights * d_weights, axis=0))
-    tl.store(de_out + b * S + s, de, mask=s < S)
+    de = _scores_back(b, s, S, C, d_ctx, C, dcx, dcx_stride, d_alpha, ann, alpha, dc_out, de_out, HAS_DCX, HAS_DALPHA, BLOCK_C)
     for a0 in range(0, A, BLOCK_A):
         a = a0 + tl.arange(0, BLOCK_A)
         inside = (s[:, None] < S) & (a[None, :] < A)
@@ -324,16 +338,7 @@ def _dot_attention(top, top_stride, keys, mask, ann, alpha, ctx, ctx_c, ctx_c_st
         h = h0 + tl.arange(0, BLOCK_H)
         k = tl.load(keys + b * S * H + s[:, None] * H + h[None, :], mask=(s[:, None] < S) & (h[None, :] < H), other=0.0)
         energy += tl.sum(k * tl.load(top + b * top_stride + h, mask=h < H, other=0.0)[None, :], axis=1)
-    energy = tl.where(real, energy, float("-inf"))
-    e = tl.exp(energy - tl.max(energy, axis=0))
-    weights = e / tl.sum(e, axis=0)
-    tl.store(alpha + b * S + s, weights, mask=s < S)
-    for h0 in range(0, H, BLOCK_H):
-        h = h0 + tl.arange(0, BLOCK_H)
-        values = tl.load(ann + b * S * H + s[:, None] * H + h[None, :], mask=(s[:, None] < S) & (h[None, :] < H), other=0.0)
-        out = tl.sum(weights[:, None] * values, axis=0)
-        tl.store(ctx + b * H + h, out, mask=h < H)
-        tl.store(ctx_c + b * ctx_c_stride + h, out.to(ctx_c.dtype.element_ty), mask=h < H)
+    _softmax_context(energy, real, b, s, S, H, alpha, ann, ctx, ctx_c, ctx_c_stride, BLOCK_H)
 
 
 @triton.jit
@@ -341,18 +346,7 @@ def _dot_attention_back(d_ctop, d_ctop_stride, d_alpha, ann, alpha, keys, d_ctx,
                         HAS_DALPHA: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_H: tl.constexpr):  # fmt: skip
     b = tl.program_id(0)
     s = tl.arange(0, BLOCK_S)
-    d_weights = tl.zeros([BLOCK_S], dtype=tl.float32)
-    for h0 in range(0, H, BLOCK_H):
-        h = h0 + tl.arange(0, BLOCK_H)
-        dc = tl.load(d_ctop + b * d_ctop_stride + h, mask=h < H, other=0.0).to(tl.float32)
-        tl.store(d_ctx + b * H + h, dc, mask=h < H)
-        values = tl.load(ann + b * S * H + s[:, None] * H + h[None, :], mask=(s[:, None] < S) & (h[None, :] < H), other=0.0)
-        d_weights += tl.sum(values * dc[None, :], axis=1)
-    if HAS_DALPHA:
-        d_weights += tl.load(d_alpha + b * S + s, mask=s < S, other=0.0).to(tl.float32)
-    weights = tl.load(alpha + b * S + s, mask=s < S, other=0.0)
-    de = weights * (d_weights - tl.sum(weights * d_weights, axis=0))
-    tl.store(d_scores + b * S + s, de, mask=s < S)
+    de = _scores_back(b, s, S, H, d_ctop, d_ctop_stride, d_ctop, 0, d_alpha, ann, alpha, d_ctx, d_scores, False, HAS_DALPHA, BLOCK_H)
     for h0 in range(0, H, BLOCK_H):
         h = h0 + tl.arange(0, BLOCK_H)
         k = tl.load(keys + b * S * H + s[:, None] * H + h[None, :], mask=(s[:, None] < S) & (h[None, :] < H), other=0.0)
