@@ -1,0 +1,237 @@
+"""The Slurm profile on a real one-node Slurm (tests/slurm/cluster.sh starts munged, slurmctld and slurmd on
+this machine, two stand-in GPUs, partitions cpu and gpu): where the tiny workflow's jobs run and with which
+GPU requests, a training job stopped by the profile's early warning and resubmitted, and a killed Snakemake
+recovered by the README's steps. Needs root; the whole module is skipped with one line otherwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from rnnmt.models.artifact import load_model
+
+from test_workflow import ROOT, SNAKEMAKE
+
+pytest.importorskip("snakemake_executor_plugin_slurm", reason="the Slurm executor plugin is in the test extra")
+pytestmark = pytest.mark.slow
+
+CLUSTER = ROOT / "tests" / "slurm" / "cluster.sh"
+PROFILE = ROOT / "workflow" / "profiles" / "slurm" / "config.yaml"
+TINY = str(ROOT / "tests" / "config" / "tiny.yaml")
+TABLE = "results/tables/bahdanau2014_table1.csv"  # four trainings, eight translations, four scores
+GPU_RULES = {"train", "translate", "alignments"}
+SYSTEM = "rnnsearch-50"
+MODEL = f"results/models/{SYSTEM}/model.pt"
+MODELS = [f"results/models/{system}/model.pt" for system in ("rnnencdec-30", "rnnsearch-30", "rnnencdec-50", SYSTEM)]  # the table's
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A running cluster for the module; SLURM_CONF points every client command (and snakemake) at it."""
+    if os.geteuid() != 0:
+        pytest.skip("a real Slurm needs root here (munged, slurmctld, slurmd and apt-get); run as root to test the Slurm profile")
+    # Own ports, so that a second test session or a site's Slurm on this machine does not collide.
+    env = {**os.environ, "RNNMT_SLURM_DIR": str(tmp_path_factory.mktemp("slurm")), "RNNMT_SLURMCTLD_PORT": str(free_port()),
+           "RNNMT_SLURMD_PORT": str(free_port())}  # fmt: skip
+    started = subprocess.run(["bash", str(CLUSTER), "start"], env=env, capture_output=True, text=True, timeout=900)
+    if started.returncode == 3:
+        pytest.skip(started.stderr.strip().splitlines()[-1])
+    assert started.returncode == 0, started.stderr
+    conf = subprocess.run(["bash", str(CLUSTER), "env"], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SLURM_CONF", conf.split("=", 1)[1])
+        yield
+    stopped = subprocess.run(["bash", str(CLUSTER), "stop"], env=env, capture_output=True, text=True, timeout=300)
+    assert stopped.returncode == 0, stopped.stderr
+
+
+def slurm_profile(directory: Path, **train) -> Path:
+    """The shipped profile, filled in for the test cluster and scaled to one node with 2 CPUs.
+
+    `train` replaces resources of the train rule (runtime, slurm_extra)."""
+    profile = yaml.safe_load(PROFILE.read_text())
+    profile["default-resources"].update(slurm_account="rnnmt", slurm_partition="cpu", mem_mb=500, runtime="10m")
+    for rule, resources in profile["set-resources"].items():
+        assert resources["slurm_partition"] == "CHANGE_ME_GPU_PARTITION", rule
+        # One CPU per GPU job so that two run at once on the node's two CPUs; the profile's memory would not fit.
+        resources.update(slurm_partition="gpu", cpus_per_gpu=1, mem_mb=1000)
+    profile["set-resources"]["train"].update(train)
+    # One torch thread per job, as in the local reference run: the tables are compared bit for bit.
+    profile["set-threads"] = {"train": 1, "translate": 1, "tokenize": 2}
+    profile.update({
+        "jobs": 4,
+        "latency-wait": 5,  # one file system: no delay to wait for
+        # Without slurmdbd, sacct fails ("Slurm accounting storage is disabled") and the plugin's default status
+        # command is sacct whenever the binary exists; squeue sees finished jobs for MinJobAge (an hour here).
+        "slurm-status-command": "squeue",
+        "slurm-init-seconds-before-status-checks": 2,  # seconds-long jobs; the default 40 s would dominate
+        "slurm-keep-successful-logs": True,
+    })  # fmt: skip
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+    return directory
+
+
+def command(workdir: Path, *args: str, profile: Path | None = None, configs: tuple[str, ...] = (TINY,)) -> list[str]:
+    use = ("--workflow-profile", str(profile)) if profile else ("--cores", "2")
+    # Targets before --configfile, which takes every following word.
+    return [*SNAKEMAKE, *args, *use, "--directory", str(workdir), "--configfile", *configs]
+
+
+def run(cmd: list[str], timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def slurm_jobs(workdir: Path) -> list[dict[str, str]]:
+    """Every job of this cluster submitted from `workdir`, oldest first, as `scontrol show job` fields.
+
+    Without accounting this is the record of finished jobs too (MinJobAge keeps them for an hour)."""
+    out = subprocess.run(["scontrol", "show", "job", "--details", "--oneliner"], capture_output=True, text=True, check=True).stdout
+    jobs = [dict(re.findall(r"(\S+?)=(\S*)", line)) for line in out.splitlines() if line.strip()]
+    mine = [job for job in jobs if job.get("WorkDir") == str(workdir)]
+    for job in mine:
+        job["rule"] = re.match(r"rule_([a-z0-9_]+?)(_wildcards_|$)", job["Comment"]).group(1)
+    return sorted(mine, key=lambda job: int(job["JobId"]))
+
+
+def local_rules(stdout: str) -> set[str]:
+    return set(re.findall(r"^localrule (\w+):$", stdout, re.MULTILINE))
+
+
+def submitted_rules(stdout: str) -> set[str]:
+    return set(re.findall(r"^rule (\w+):$", stdout, re.MULTILINE))
+
+
+def parameters(model: Path) -> dict[str, torch.Tensor]:
+    return dict(load_model(model, torch.device("cpu")).model.state_dict())
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory) -> Path:
+    """The BLEU table of the tiny workflow run locally, without any profile: what the cluster must reproduce."""
+    workdir = tmp_path_factory.mktemp("local")
+    done = run(command(workdir, TABLE), timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return workdir
+
+
+def preprocessed_copy(local: Path, workdir: Path) -> Path:
+    """`workdir` with the local run's data (mtimes kept, so nothing upstream of training reruns)."""
+    shutil.copytree(local / "results" / "data", workdir / "results" / "data")
+    return workdir
+
+
+def test_the_workflow_through_the_profile_puts_gpu_jobs_on_gpus_and_gives_the_local_table(cluster, local_run, tmp_path):
+    workdir = tmp_path / "work"
+    done = run(command(workdir, TABLE, profile=slurm_profile(tmp_path / "profile")), timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    jobs = slurm_jobs(workdir)
+    remote = submitted_rules(done.stdout + done.stderr)
+    local = local_rules(done.stdout + done.stderr)
+    assert {"train", "translate", "score", "tokenize"} <= remote and {"settings", "table"} <= local, (remote, local)
+    # Exactly the non-local rules went to Slurm, each job once (no failure, no resubmission), all of them done.
+    assert {job["rule"] for job in jobs} == remote and not remote & local
+    assert len(jobs) == len(re.findall(r"^rule \w+:$", done.stdout + done.stderr, re.MULTILINE))
+    assert {job["JobState"] for job in jobs} == {"COMPLETED"}, [(j["rule"], j["JobState"]) for j in jobs]
+    for job in jobs:
+        gpu = job["rule"] in GPU_RULES
+        assert job["Partition"] == ("gpu" if gpu else "cpu"), job
+        assert (job.get("TresPerJob") == "gres:gpu:1") == gpu, job  # the request, sbatch --gpus=1
+        assert (job["JOB_GRES"] == "gpu:1") == gpu, job  # and what Slurm gave it
+    assert [job["rule"] for job in jobs].count("train") == 4
+    for name in (TABLE, TABLE.replace(".csv", ".md")):
+        assert (workdir / name).read_text() == (local_run / name).read_text(), name
+
+
+# rnnsearch-50 trains for about a minute (2,000 updates at about 40 a second) under the profile's time limit and
+# warning, scaled down: 1 minute (then 2, 3) and USR1 10 s before the end. Slurm sends the warning up to 60 s
+# early (sbatch(1), --signal); 22.05 sends it at its first 30-second check within warning + 30 s of the end, so
+# 20 to 50 s into the first attempt: after rnnmt has started, before the training is done. No periodic
+# checkpoint before the end: a resumed run starts from a checkpoint that the warning made rnnmt write.
+LONG = f"systems:\n  {SYSTEM}: {{overrides: {{demo: {{train: {{updates: 2000, checkpoint_every: 5000, valid_every: 500, log_every: 100}}}}}}}}\n"
+
+
+def test_a_training_job_warned_before_its_time_limit_is_resubmitted_and_ends_as_an_uninterrupted_run(cluster, local_run, tmp_path):
+    overlay = tmp_path / "long.yaml"
+    overlay.write_text(LONG)
+    configs = (TINY, str(overlay))
+    uninterrupted = preprocessed_copy(local_run, tmp_path / "local")
+    straight = subprocess.Popen(command(uninterrupted, MODEL, configs=configs), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    workdir = preprocessed_copy(local_run, tmp_path / "work")
+    signal_at = re.sub(r"@\d+", "@10", yaml.safe_load(PROFILE.read_text())["set-resources"]["train"]["slurm_extra"])
+    profile = slurm_profile(tmp_path / "profile", runtime="attempt * 1", slurm_extra=signal_at)
+    done = run(command(workdir, MODEL, profile=profile, configs=configs))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert straight.wait(timeout=600) == 0, straight.stderr.read()[-3000:]
+
+    trains = [job for job in slurm_jobs(workdir) if job["rule"] == "train"]
+    assert len(trains) >= 2, trains
+    # Each attempt had the profile's `attempt * runtime`; all but the last stopped before their limit: the job
+    # failed (its Snakemake exits 1 when rnnmt exits 143) instead of running into TIMEOUT.
+    assert [job["TimeLimit"] for job in trains] == [f"00:0{attempt}:00" for attempt in range(1, len(trains) + 1)], trains
+    assert {job["JobState"] for job in trains[:-1]} == {"FAILED"} and trains[-1]["JobState"] == "COMPLETED", trains
+    assert all(job["RunTime"] < job["TimeLimit"] for job in trains[:-1]), trains
+    # With checkpoint_every above the budget only a stop signal writes a checkpoint before the end.
+    resumed_at = re.findall(r"resumed from \S+ at update (\d+)", (workdir / f"results/logs/train/{SYSTEM}.log").read_text())
+    assert len(resumed_at) == 1 and 0 < int(resumed_at[0]) < 2000, resumed_at
+    assert json.loads((workdir / f"results/models/{SYSTEM}/meta.json").read_text())["updates"] == 2000
+    expected = parameters(uninterrupted / MODEL)
+    resumed = parameters(workdir / MODEL)
+    assert resumed.keys() == expected.keys()
+    for name, value in expected.items():
+        assert torch.equal(resumed[name], value), name
+
+
+def finished_trainings(log: str) -> set[str]:
+    """The models whose training a Snakemake log reports finished."""
+    outputs = dict(re.findall(r"^rule train:\n(?:    .*\n)*?    output: ([^,\n]+).*\n(?:    .*\n)*?    jobid: (\d+)$", log, re.MULTILINE))
+    done = set(re.findall(r"^Finished jobid: (\d+) \(Rule: train\)$", log, re.MULTILINE))
+    return {model for model, jobid in outputs.items() if jobid in done}
+
+
+def test_a_killed_snakemake_then_scancel_unlock_and_the_same_command_finishes_the_run(cluster, local_run, tmp_path):
+    """The table's four trainings on two GPUs: Snakemake is killed once it has seen one finish, others queued."""
+    workdir = preprocessed_copy(local_run, tmp_path / "work")
+    cmd = command(workdir, *MODELS, profile=slurm_profile(tmp_path / "profile"))
+    log = tmp_path / "killed.log"
+    with log.open("w") as out:
+        submitter = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not finished_trainings(log.read_text()) and submitter.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(submitter.pid, signal.SIGKILL)  # the login node's snakemake dies; its Slurm jobs do not
+    submitter.wait(timeout=60)
+    # A job that ended after Snakemake's last status check is still incomplete to it and reruns: not counted here.
+    finished = {model: (workdir / model).stat().st_mtime_ns for model in finished_trainings(log.read_text())}
+    alive = [job["JobId"] for job in slurm_jobs(workdir) if job["JobState"] in ("PENDING", "RUNNING")]
+    assert finished and alive, f"kill the run between its first and its last training (finished: {finished}, queued: {alive})"
+
+    # The README's steps: scancel the dead run's jobs, unlock, the same command again.
+    subprocess.run(["scancel", *alive], check=True)
+    locked = run(cmd)
+    assert locked.returncode != 0 and "cannot be locked" in locked.stderr, locked.stderr[-3000:]
+    assert run([*cmd, "--unlock"]).returncode == 0
+    again = run(cmd)
+    assert again.returncode == 0, again.stderr[-3000:]
+    # What had finished was not redone, and every model is the local run's, bit for bit.
+    assert {model: (workdir / model).stat().st_mtime_ns for model in finished} == finished
+    for model in MODELS:
+        expected, got = parameters(local_run / model), parameters(workdir / model)
+        assert got.keys() == expected.keys() and all(torch.equal(got[k], v) for k, v in expected.items()), model
