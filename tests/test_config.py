@@ -251,8 +251,10 @@ def test_seeds_given_on_the_snakemake_command_line_are_numbers():
         cfg.validate(bad, SCHEMA)
 
 
-@pytest.mark.parametrize("top,scale,expected", [(None, "demo", True), (None, "paper", False), (False, "demo", False), (True, "paper", True)])
-def test_reproducible_mode_is_the_scales_unless_the_top_level_says(top, scale, expected):
+@pytest.mark.parametrize("top,at_scale,expected", [(None, None, False), (None, True, True), (False, True, False), (True, None, True)])
+def test_reproducible_mode_is_the_scales_unless_the_top_level_says(top, at_scale, expected):
     config = cfg.load(ROOT / "config.yaml", SCHEMA)
-    config.update(scale=scale, reproducible=top)
+    config["reproducible"] = top
+    if at_scale is not None:
+        config["scales"]["demo"]["reproducible"] = at_scale
     assert cfg.reproducible(config) is expected
