@@ -47,7 +47,7 @@ def cluster(tmp_path_factory):
     """A running cluster for the module; SLURM_CONF points every client command (and snakemake) at it."""
     if os.geteuid() != 0:
         pytest.skip("a real Slurm needs root here (munged, slurmctld, slurmd and apt-get); run as root to test the Slurm profile")
-    # Own ports, so that a second test session or a site's Slurm on this machine does not collide.
+    # Own ports, so that a second test run or a site's Slurm on this machine does not collide.
     env = {**os.environ, "RNNMT_SLURM_DIR": str(tmp_path_factory.mktemp("slurm")), "RNNMT_SLURMCTLD_PORT": str(free_port()),
            "RNNMT_SLURMD_PORT": str(free_port())}  # fmt: skip
     started = subprocess.run(["bash", str(CLUSTER), "start"], env=env, capture_output=True, text=True, timeout=900)

@@ -87,7 +87,7 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 # The plugin's squeue status check only sees finished jobs for MinJobAge seconds, and it falls back to sacct
 # (which needs slurmdbd) when MinJobAge < 3 x its first status interval; the tests read finished jobs with
-# scontrol. An hour covers a whole test session.
+# scontrol. An hour covers a whole test run.
 MinJobAge=3600
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
