@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rnnmt.decode.settings import ENSEMBLE_AVERAGES, DecodeSettings
+from rnnmt.gpu_lock import DEFAULT_LOCK_DIR, LOCK_DIR_ENV
 
 DEFAULT = DecodeSettings()
 DECODE_FIELDS = [field.name for field in dataclasses.fields(DecodeSettings)]
@@ -75,7 +76,7 @@ def load_vocabs(a: argparse.Namespace) -> tuple:
 def add_device_arguments(p: argparse.ArgumentParser) -> None:
     """Where a model runs; a GPU is claimed with a machine-wide lock so that parallel jobs never share one."""
     p.add_argument("--device", default="auto", help="auto (a free GPU, else the CPU), cpu, cuda (any free GPU) or cuda:N")
-    p.add_argument("--gpu-lock-dir", type=Path, help="machine-wide GPU lock directory (default: $RNNMT_GPU_LOCK_DIR or /tmp/rnnmt-gpu-locks)")
+    p.add_argument("--gpu-lock-dir", type=Path, help=f"machine-wide GPU lock directory (default: ${LOCK_DIR_ENV}, else {DEFAULT_LOCK_DIR})")
 
 
 # The flags are named after DecodeSettings' fields (dest) and default to None, "not given": the values

@@ -1,0 +1,41 @@
+"""The README and docs/ link to each other by relative paths: every such link must reach a file, and a
+link to a heading (#anchor) must name one that file has."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def anchors(document: Path) -> set[str]:
+    """GitHub's anchors for the headings of a Markdown file: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#+\s+(.+?)\s*$", document.read_text(), flags=re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+def relative_links(document: Path) -> list[str]:
+    return [target for target in LINK.findall(document.read_text()) if not re.match(r"[a-z][a-z+.-]*:", target)]
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda d: d.name)
+def test_relative_links_resolve(document):
+    for target in relative_links(document):
+        path, _, anchor = target.partition("#")
+        linked = (document.parent / path).resolve() if path else document
+        assert linked.exists(), f"{document.name}: {target} does not exist"
+        if anchor and linked.suffix == ".md":
+            assert anchor in anchors(linked), f"{document.name}: {target} names no heading of {linked.name}"
+
+
+def test_the_link_checker_sees_links_and_headings(tmp_path):
+    """The checker itself: a relative link and an anchor are found; a URL is not a relative link."""
+    doc = tmp_path / "a.md"
+    doc.write_text("# Running on a GPU\n[x](b.md#when-something-goes-wrong) [y](https://example.org) [z](#running-on-a-gpu)\n")
+    assert relative_links(doc) == ["b.md#when-something-goes-wrong", "#running-on-a-gpu"]
+    assert anchors(doc) == {"running-on-a-gpu"}
