@@ -1,4 +1,4 @@
-"""Updates at static shapes, and their capture as CUDA graphs (`train.graph`, the issue-12 GPU path).
+"""Updates at static shapes, and their capture as CUDA graphs (`train.graph`, the GPU path).
 
 A teacher-forced update launches thousands of small kernels, one or a few per step and layer, forward
 and backward: on a GPU the host's launches, not the arithmetic, bound it. `train.graph` changes how an
@@ -11,8 +11,9 @@ update runs, not what it computes:
   any device, and on a CPU it is how the tests check the GPU path's numerics against `none`.
 - `cuda`: that update's forward and backward, captured once per padded shape as one CUDA graph
   (`torch.cuda.graph`, sharing one memory pool) and replayed: a few launches instead of thousands.
-  The optimiser and the clipping stay outside, eager (torch's fused Adam is one kernel). Unverified on
-  a GPU so far: no device was lent to this project's sessions.
+  The optimiser and the clipping stay outside, eager (torch's fused Adam is one kernel). On an H200 the
+  captured updates replayed what the eager static ones computed (tests/test_graphs.py) and trained
+  RNNsearch-50 at paper shape 3.4x faster than `none` in bfloat16 (README, "Training speed").
 """
 
 from __future__ import annotations
