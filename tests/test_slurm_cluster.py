@@ -160,12 +160,14 @@ def test_the_workflow_through_the_profile_puts_gpu_jobs_on_gpus_and_gives_the_lo
         assert (workdir / name).read_text() == (local_run / name).read_text(), name
 
 
-# rnnsearch-50 trains for about a minute (2,000 updates at about 40 a second) under the profile's time limit and
-# warning, scaled down: 1 minute (then 2, 3) and USR1 10 s before the end. Slurm sends the warning up to 60 s
-# early (sbatch(1), --signal); 22.05 sends it at its first 30-second check within warning + 30 s of the end, so
-# 20 to 50 s into the first attempt: after rnnmt has started, before the training is done. No periodic
-# checkpoint before the end: a resumed run starts from a checkpoint that the warning made rnnmt write.
-LONG = f"systems:\n  {SYSTEM}: {{overrides: {{demo: {{train: {{updates: 2000, checkpoint_every: 5000, valid_every: 500, log_every: 100}}}}}}}}\n"
+# rnnsearch-50 trains 6,000 updates (40 to 80 a second here: 75 s at the fastest) under the profile's time limit
+# and warning, scaled down: attempt² minutes (1, 4, 9) and USR1 10 s before the end. Slurm sends the warning up
+# to 60 s early (sbatch(1), --signal); 22.05 sends it at its first 30-second check within warning + 30 s of the
+# end, so 20 to 50 s into the first attempt: after rnnmt has started, before the training is done however fast
+# the machine; the later attempts have room for the rest down to about 10 updates a second. No periodic
+# checkpoint before the end: a resumed run starts from a checkpoint that a warning made rnnmt write.
+UPDATES = 6000
+LONG = f"systems:\n  {SYSTEM}: {{overrides: {{demo: {{train: {{updates: {UPDATES}, checkpoint_every: 9000, valid_every: 1500, log_every: 100}}}}}}}}\n"
 
 
 def test_a_training_job_warned_before_its_time_limit_is_resubmitted_and_ends_as_an_uninterrupted_run(cluster, local_run, tmp_path):
@@ -176,8 +178,8 @@ def test_a_training_job_warned_before_its_time_limit_is_resubmitted_and_ends_as_
     straight = subprocess.Popen(command(uninterrupted, MODEL, configs=configs), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     workdir = preprocessed_copy(local_run, tmp_path / "work")
     signal_at = re.sub(r"@\d+", "@10", yaml.safe_load(PROFILE.read_text())["set-resources"]["train"]["slurm_extra"])
-    profile = slurm_profile(tmp_path / "profile", runtime="attempt * 1", slurm_extra=signal_at)
-    done = run(command(workdir, MODEL, profile=profile, configs=configs))
+    profile = slurm_profile(tmp_path / "profile", runtime="attempt * attempt", slurm_extra=signal_at)
+    done = run(command(workdir, MODEL, profile=profile, configs=configs), timeout=1200)  # at most 1 + 4 + 9 minutes of attempts
     assert done.returncode == 0, done.stderr[-3000:]
     assert straight.wait(timeout=600) == 0, straight.stderr.read()[-3000:]
 
@@ -185,13 +187,14 @@ def test_a_training_job_warned_before_its_time_limit_is_resubmitted_and_ends_as_
     assert len(trains) >= 2, trains
     # Each attempt had the profile's `attempt * runtime`; all but the last stopped before their limit: the job
     # failed (its Snakemake exits 1 when rnnmt exits 143) instead of running into TIMEOUT.
-    assert [job["TimeLimit"] for job in trains] == [f"00:0{attempt}:00" for attempt in range(1, len(trains) + 1)], trains
+    assert [job["TimeLimit"] for job in trains] == [f"00:0{attempt * attempt}:00" for attempt in range(1, len(trains) + 1)], trains
     assert {job["JobState"] for job in trains[:-1]} == {"FAILED"} and trains[-1]["JobState"] == "COMPLETED", trains
     assert all(job["RunTime"] < job["TimeLimit"] for job in trains[:-1]), trains
     # With checkpoint_every above the budget only a stop signal writes a checkpoint before the end.
     resumed_at = re.findall(r"resumed from \S+ at update (\d+)", (workdir / f"results/logs/train/{SYSTEM}.log").read_text())
-    assert len(resumed_at) == 1 and 0 < int(resumed_at[0]) < 2000, resumed_at
-    assert json.loads((workdir / f"results/models/{SYSTEM}/meta.json").read_text())["updates"] == 2000
+    updates = [int(u) for u in resumed_at]
+    assert len(updates) == len(trains) - 1 and 0 < updates[0] and updates == sorted(updates) and updates[-1] < UPDATES, resumed_at
+    assert json.loads((workdir / f"results/models/{SYSTEM}/meta.json").read_text())["updates"] == UPDATES
     expected = parameters(uninterrupted / MODEL)
     resumed = parameters(workdir / MODEL)
     assert resumed.keys() == expected.keys()
