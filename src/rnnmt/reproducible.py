@@ -3,7 +3,7 @@
 The libraries under rnnmt pick their kernels by the instruction sets of the CPU at hand (ATen's
 vectorised loops, MKL's and OpenBLAS's matrix products, oneDNN's primitives, NumPy's loops), and kernels
 for different instruction sets round differently in the last bits. Tiny-model training is chaotic, so the
-demo's BLEU then differs by several points between CPUs (README, "The demo scale"). In reproducible mode
+demo's BLEU then differs by several points between CPUs (README, "The same numbers on every CPU"). In reproducible mode
 every rnnmt process caps each library at AVX2 before the library starts, through the libraries' own
 documented variables, so that an AVX-512 or AMX machine runs the kernels an AVX2 machine runs; MKL's
 conditional numerical reproducibility also fixes its reduction order (STRICT: independent of alignment).

@@ -2,7 +2,7 @@
 
 A teacher-forced update at paper size runs each of these stages once per step and layer, forward and
 backward; as separate torch operations each is 4-15 kernel launches, which bound an update on a GPU
-(README, "On a GPU"). Here each stage is one function that runs as one Triton kernel on a CUDA device
+(docs/performance.md). Here each stage is one function that runs as one Triton kernel on a CUDA device
 (triton_kernels.py) and as the same arithmetic in torch operations elsewhere: that is the reference the
 tests compare the Triton kernels with (TRITON_INTERPRET=1 runs them on a CPU), and what
 `rnnmt bench train` counts as one kernel on a CPU (its profiler region is named `rnnmt::kernel::*`).

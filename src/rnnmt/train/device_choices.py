@@ -5,8 +5,8 @@ when training starts; the trainer logs each choice with its reason and `rnnmt sh
 
 - precision: bfloat16 autocast on a CUDA device that multiplies bfloat16 natively (compute capability
   8.0 and later), float32 elsewhere. On a CPU bfloat16 pays only where the CPU multiplies it natively
-  (AMX): without AMX, oneDNN emulates the products and an update runs 12-15x slower (README, "On a
-  CPU"); and float32 gives the same digits on every x86-64 CPU far more often than bfloat16 does.
+  (AMX): without AMX, oneDNN emulates the products and an update runs 1.5-15x slower (docs/performance.md);
+  and float32 gives the same digits on every x86-64 CPU far more often than bfloat16 does.
 - graph: `cuda` (updates captured as CUDA graphs, train/graphs.py) on a CUDA device in one process with
   train.max_len set (it bounds the shapes to capture); `none` elsewhere: on a CPU there are no launches
   to save and the padding of `static` costs time.

@@ -13,7 +13,7 @@ update runs, not what it computes:
   (`torch.cuda.graph`, sharing one memory pool) and replayed: a few launches instead of thousands.
   The optimiser and the clipping stay outside, eager (torch's fused Adam is one kernel). On an H200 the
   captured updates replayed what the eager static ones computed (tests/test_graphs.py) and trained
-  RNNsearch-50 at paper shape, in bfloat16, at 4.3x the rate of `none` (README, "Training speed").
+  RNNsearch-50 at paper shape, in bfloat16, at 4.3x the rate of `none` (docs/performance.md).
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ class OutputNLL(torch.autograd.Function):
 
 
 # Logits per block of rows in OutputNLL's forward pass on a CPU: 1 MiB of float32, within a core's L2 cache
-# (38 rows of a 6.7k vocabulary; 36–256 rows measured, README "Training speed").
+# (38 rows of a 6.7k vocabulary; 36–256 rows measured, docs/performance.md).
 CACHE_FLOATS = 2**18
 
 
