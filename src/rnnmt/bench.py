@@ -169,8 +169,9 @@ def bench_train(
         first = _timed(trainer, window, device)  # every shape of the window is met (and, with graph cuda, captured) here
         shapes = _captured(trainer)
         steady = _timed(trainer, window, device)  # the same batches again: what the rest of a run sees
-        positions = sum(trainer.stream.batch(u).tgt.numel() for u in window)  # outside the timing
-        median = sorted(window, key=lambda u: trainer.stream.batch(u).tgt.numel())[len(window) // 2]
+        sizes = {u: trainer.stream.batch(u).tgt.numel() for u in window}  # target positions, outside the timing
+        positions = sum(sizes.values())
+        median = sorted(window, key=sizes.__getitem__)[len(window) // 2]
         counted = kernels_per_update(trainer, median)  # at the window's median batch: kernels grow with its widths
     one_off = max(0.0, first["seconds"] - steady["seconds"])
     result = {

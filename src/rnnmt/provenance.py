@@ -50,25 +50,8 @@ ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 
 
 def cpu() -> dict[str, Any]:
-    """The CPU's model name and which of ISA_FLAGS it has (Linux's /proc/cpuinfo; empty elsewhere)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return {}
-    model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), None)
-    flags = set(text.split())
-    return {"model": model, "instruction_sets": [flag for flag in ISA_FLAGS if flag in flags]}
+    """The CPU's model name and which of ISA_FLAGS it has (empty where /proc/cpuinfo is not)."""
+    from rnnmt.runtime import cpu_info
 
-
-def write_provenance(config: dict[str, Any], out: Path) -> None:
-    write_json(
-        out,
-        {
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "config": config,
-            "packages": package_versions(),
-            "git": git_revision(Path(__file__).resolve().parent),
-            "hardware": hardware(),
-            "reproducible": reproducible.describe(),
-        },
-    )
+    model, flags = cpu_info()
+    return {"model": model, "instruction_sets": [flag for flag in ISA_FLAGS if flag in flags]} if flags else {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import sys
 import time
@@ -39,6 +40,17 @@ def keep_freed_memory() -> bool:
     except (OSError, AttributeError):
         return False
     return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+
+
+@functools.cache
+def cpu_info() -> tuple[str | None, frozenset[str]]:
+    """The CPU's model name and instruction-set flags (Linux's /proc/cpuinfo; nothing known elsewhere)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None, frozenset()
+    model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), None)
+    return model, frozenset(text.split())
 
 
 def pick_device(name: str, gpu_lock_dir: Path | None = None) -> torch.device:

@@ -30,7 +30,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from rnnmt.models import kernels
-from rnnmt.models.recurrence import Precision, explicit_precision
+from rnnmt.models.recurrence import Precision, _weight_grad, explicit_precision
 
 
 def _companion(p: Precision, x: Tensor, *shape: int) -> Tensor:
@@ -41,11 +41,6 @@ def _companion(p: Precision, x: Tensor, *shape: int) -> Tensor:
 def _flat(x: Tensor) -> Tensor:
     """[D, B, N] -> [D·B, N] rows (a view)."""
     return x.reshape(-1, x.shape[-1])
-
-
-def _product_grad(p: Precision, d_out: Tensor, inputs: Tensor) -> Tensor:
-    """Σ over every leading index of d_outᵀ·inputs in the products' dtype, as float32: [..., O], [..., I] -> [O, I]."""
-    return torch.mm(d_out.reshape(-1, d_out.shape[-1]).t().to(p.compute), inputs.reshape(-1, inputs.shape[-1]).to(p.compute)).to(p.acc)
 
 
 class GRUScanKernels(torch.autograd.Function):
@@ -96,8 +91,8 @@ class GRUScanKernels(torch.autograd.Function):
             torch.bmm(dzr_c, Ug, out=m)
         dh0 = base + m.to(p.acc)
         by_direction = (lambda a: a.transpose(0, 1))  # [T, D, ...] -> [D, T, ...]: one product per direction
-        dU_gates = torch.stack([_product_grad(p, by_direction(dx_c[..., : 2 * H])[d], by_direction(states_c[:-1])[d]) for d in range(D)])
-        dU_cand = torch.stack([_product_grad(p, by_direction(dx_c[..., 2 * H :])[d], by_direction(rh)[d]) for d in range(D)])
+        dU_gates = torch.stack([_weight_grad(p, by_direction(dx_c[..., : 2 * H])[d], by_direction(states_c[:-1])[d]) for d in range(D)])
+        dU_cand = torch.stack([_weight_grad(p, by_direction(dx_c[..., 2 * H :])[d], by_direction(rh)[d]) for d in range(D)])
         db = dx[..., 2 * H :].sum((0, 2))
         return dx.permute(1, 2, 0, 3), dh0, None, dU_gates, dU_cand, db
 
@@ -163,13 +158,13 @@ class AttentiveGRUKernels(torch.autograd.Function):
                                             alphas[t], v, tanh[t], dc_all[t], de_all[t], d_keys, dq_all[t], zq[:, 2 * H :])  # fmt: skip
             torch.mm(zq, W_zq, out=mgq)
         ds0 = base + mgq.to(p.acc) + d_states[0]
-        dW_a = _product_grad(p, dq_all, states_c)
+        dW_a = _weight_grad(p, dq_all, states_c)
         dv = (de_all.reshape(1, -1) @ tanh.reshape(-1, A)).reshape(v_a.shape)
-        dC_in = _product_grad(p, dx_c, contexts)
+        dC_in = _weight_grad(p, dx_c, contexts)
         d_annotations = torch.bmm(alphas.permute(1, 2, 0), dc_all.transpose(0, 1))
         # The GRU ran T − 1 steps, from states[0..T−2].
-        dU_gates = _product_grad(p, dx_c[:-1, :, : 2 * H], states_c[:-1])
-        dU_cand = _product_grad(p, dx_c[:-1, :, 2 * H :], rh[:-1])
+        dU_gates = _weight_grad(p, dx_c[:-1, :, : 2 * H], states_c[:-1])
+        dU_cand = _weight_grad(p, dx_c[:-1, :, 2 * H :], rh[:-1])
         db = dx[:-1, :, 2 * H :].sum((0, 1))
         return ds0, dx.transpose(0, 1), d_keys, d_annotations, None, dW_a, dv, dC_in, dU_gates, dU_cand, db
 
@@ -344,9 +339,9 @@ class LuongFeedKernels(torch.autograd.Function):
         tops = xh[L - 1, 1:, :, H:]
         grads: list[Tensor | None] = []
         for layer in range(L):
-            d_W = _product_grad(p, d_gates_c[layer], xh_c[layer, :T])
+            d_W = _weight_grad(p, d_gates_c[layer], xh_c[layer, :T])
             grads += [d_W[:, :H], d_W[:, H:], d_gates[layer].sum((0, 1)) if bias[layer] is not None else None]
-        grads += [_product_grad(p, d_pre, contexts), _product_grad(p, d_pre, tops), d_pre.sum((0, 1)) if b_c is not None else None]
+        grads += [_weight_grad(p, d_pre, contexts), _weight_grad(p, d_pre, tops), d_pre.sum((0, 1)) if b_c is not None else None]
         grads += [torch.bmm(d_scores.permute(1, 2, 0), tops.transpose(0, 1)), torch.bmm(alphas.permute(1, 2, 0), d_contexts.transpose(0, 1))]
         grads += [torch.zeros_like(w) for w in params]  # the score's own weights act outside, on the keys
         return (None, d_gates[0].transpose(0, 1), d_xh[:, :, H:].to(p.acc), dc, *grads)

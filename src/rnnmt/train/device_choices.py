@@ -22,12 +22,12 @@ from __future__ import annotations
 import importlib.util
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from rnnmt.errors import UserError
+from rnnmt.runtime import cpu_info
 from rnnmt.train.defaults import DEVICE_CHOICES
 
 # oneDNN's cap on the instruction sets it may use (its documented variables); a value without AMX
@@ -44,15 +44,12 @@ class Choice:
 
 
 def _cpu_offers(flags: tuple[str, ...], caps: tuple[str, ...]) -> bool:
-    """Whether the CPU has one of `flags` (/proc/cpuinfo) and oneDNN's cap, if any, names an ISA with one of `caps`."""
+    """Whether the CPU has one of `flags` (runtime.cpu_info) and oneDNN's cap, if any, names an ISA with one of `caps`."""
     for variable in ISA_CAPS:
         cap = os.environ.get(variable, "").upper()
         if cap and cap not in ("ALL", "DEFAULT") and not any(c in cap for c in caps):
             return False
-    try:
-        found = set(Path("/proc/cpuinfo").read_text().split())
-    except OSError:
-        return False
+    found = cpu_info()[1]
     return any(flag in found for flag in flags)
 
 
