@@ -40,15 +40,13 @@ def requested() -> bool:
     return os.environ.get(SWITCH, "") == "1"
 
 
-def apply() -> dict[str, str]:
-    """Cap every library at AVX2 when reproducible mode is asked for; returns what was set (empty if not asked).
+def apply() -> None:
+    """Cap every library at AVX2 when reproducible mode is asked for.
 
     Call before torch or NumPy is imported: the libraries read these variables once, when they start.
     """
-    if not requested():
-        return {}
-    os.environ.update(PINS)
-    return dict(PINS)
+    if requested():
+        os.environ.update(PINS)
 
 
 def describe() -> dict[str, object]:
