@@ -361,3 +361,14 @@ def test_a_decode_file_reads_a_float_setting_from_an_integer():
 
     settings = DecodeSettings.from_dict({"max_ratio": 2, "stack": None})
     assert settings.max_ratio == 2.0 and isinstance(settings.max_ratio, float) and settings.stack is None
+
+
+def test_provenance_records_the_config_packages_cpu_and_reproducible_mode(tmp_path: Path):
+    """Every workflow run writes provenance.json; the CPU and the mode are what decide a result's last bits."""
+    (tmp_path / "config.json").write_text(json.dumps({"scale": "demo", "seeds": [1]}))
+    assert main(["provenance", "--config", str(tmp_path / "config.json"), "--output", str(tmp_path / "p.json")]) == 0
+    written = json.loads((tmp_path / "p.json").read_text())
+    assert written["config"] == {"scale": "demo", "seeds": [1]}
+    assert written["packages"]["torch"] and written["packages"]["sacrebleu"]
+    assert set(written["hardware"]) >= {"machine", "cpu", "cpus", "python", "gpus"}
+    assert written["reproducible"]["on"] in (True, False)

@@ -55,3 +55,17 @@ def cpu() -> dict[str, Any]:
 
     model, flags = cpu_info()
     return {"model": model, "instruction_sets": [flag for flag in ISA_FLAGS if flag in flags]} if flags else {}
+
+
+def write_provenance(config: dict[str, Any], out: Path) -> None:
+    write_json(
+        out,
+        {
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "config": config,
+            "packages": package_versions(),
+            "git": git_revision(Path(__file__).resolve().parent),
+            "hardware": hardware(),
+            "reproducible": reproducible.describe(),
+        },
+    )
