@@ -251,10 +251,8 @@ def test_seeds_given_on_the_snakemake_command_line_are_numbers():
         cfg.validate(bad, SCHEMA)
 
 
-@pytest.mark.parametrize("top,at_scale,expected", [(None, None, False), (None, True, True), (False, True, False), (True, None, True)])
-def test_reproducible_mode_is_the_scales_unless_the_top_level_says(top, at_scale, expected):
+@pytest.mark.parametrize("top,scale,expected", [(None, "demo", True), (None, "paper", False), (False, "demo", False), (True, "paper", True)])
+def test_reproducible_mode_is_the_scales_unless_the_top_level_says(top, scale, expected):
     config = cfg.load(ROOT / "config.yaml", SCHEMA)
-    config["reproducible"] = top
-    if at_scale is not None:
-        config["scales"]["demo"]["reproducible"] = at_scale
+    config.update(scale=scale, reproducible=top)
     assert cfg.reproducible(config) is expected

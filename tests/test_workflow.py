@@ -71,7 +71,7 @@ def test_tiny_end_to_end_then_nothing_to_do(tmp_path):
                  "figures/luong2015_fig6.png", "figures/luong2015_fig7.png", "translations/luong-global-dot-feed/test.unk.txt"):  # fmt: skip
         assert (results / name).stat().st_size > 0, name
     assert (results / "data/unkdict/en-fr.tsv").exists()  # empty: the tiny vocabularies keep every word
-    provenance = json.loads((results / "provenance.json").read_text())  # tiny.yaml's jobs ran in reproducible mode
+    provenance = json.loads((results / "provenance.json").read_text())  # the demo's jobs ran in reproducible mode
     assert provenance["reproducible"]["on"] and provenance["reproducible"]["pins"]["ATEN_CPU_CAPABILITY"] == "avx2"
     assert "Synthetic demo data" in (results / "tables/bahdanau2014_table1.md").read_text()
     # One seed: today's table, without a spread, a Seeds column or per-seed columns.

@@ -13,7 +13,7 @@ What this cannot pin: GPUs (cuDNN and cuBLAS choose kernels per card), bfloat16 
 and emulation round differently; `precision: auto` keeps the CPU in float32), and CPUs without AVX2, where
 the libraries fall back to older kernels.
 
-The workflow turns it on for its jobs (config `reproducible`, top level or per scale) by setting
+The workflow turns it on for its jobs (config `reproducible`, the demo scale's default) by setting
 `RNNMT_REPRODUCIBLE=1`, which the command line reads at start-up; `results/provenance.json` records it.
 """
 

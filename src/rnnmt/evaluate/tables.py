@@ -389,7 +389,7 @@ def _split_side(split: dict, side: str, system: str) -> dict:
 def attention_check(
     scores: dict[str, dict], *, search: str = "RNNsearch-50", encdec: str = "RNNencdec-50"
 ) -> tuple[bool, str]:
-    """The demo's acceptance check: (a) search beats encdec on BLEU All; (b) its lead is larger on long sentences.
+    """The demo's acceptance check: (a) search beats encdec on BLEU All; (b) it holds up better on long sentences.
 
     Long/short is the "split" of score_system (length > / <= threshold). Returns (passed, report text).
     """
@@ -404,23 +404,38 @@ def attention_check(
         f"(a) BLEU All: {search} {bleu_s:.2f}, {encdec} {bleu_e:.2f}, "
         f"lead {bleu_s - bleu_e:+.2f} -> {'pass' if ok_a else 'FAIL'}"
     )
-    ok_b, line_b = _long_lead(split_s, split_e, search, encdec)
+    ok_b, lines_b = _length_robustness(split_s, split_e, search, encdec)
     passed = ok_a and ok_b
-    text = [f"Attention check: {search} vs {encdec}", line_a, line_b, f"Result: {'PASS' if passed else 'FAIL'}"]
+    text = [f"Attention check: {search} vs {encdec}", line_a, *lines_b, f"Result: {'PASS' if passed else 'FAIL'}"]
     return passed, "\n".join(text)
 
 
-def _long_lead(split_s: dict, split_e: dict, search: str, encdec: str) -> tuple[bool, str]:
-    """Part (b): is search's BLEU lead on sentences longer than the threshold larger than on the others?"""
+def _length_robustness(split_s: dict, split_e: dict, search: str, encdec: str) -> tuple[bool, list[str]]:
+    """Part (b): does search keep a larger share of its short-sentence BLEU on the long sentences than encdec?
+
+    Bahdanau et al. 2014, section 5.1 (Figure 2): RNNencdec's BLEU "dramatically drops as the length of the
+    sentences increases" while RNNsearch-50 "shows no performance deterioration". Each system's BLEU on long
+    sentences over its BLEU on short ones says that for any BLEU level; the difference of the two systems'
+    leads does not when the weaker system sits near BLEU's floor on both sides, as the demo's RNNencdec does.
+    The leads are printed beside it.
+    """
     threshold = split_s["threshold"]
     sides = {
         side: (_split_side(split_s, side, search), _split_side(split_e, side, encdec)) for side in ("short", "long")
     }
-    if any(entry["bleu"] is None for pair in sides.values() for entry in pair):
-        return False, f"(b) cannot compare: no sentences on one side of length {threshold} -> FAIL"
-    short, long = (sides[side][0]["bleu"] - sides[side][1]["bleu"] for side in ("short", "long"))
-    ok = long > short
-    return ok, (
-        f"(b) BLEU lead of {search}: length <= {threshold} (n={sides['short'][0]['n']}) {short:+.2f}, "
-        f"length > {threshold} (n={sides['long'][0]['n']}) {long:+.2f} -> {'pass' if ok else 'FAIL'}"
+    if any(entry["bleu"] is None for pair in sides.values() for entry in pair) or not all(
+        entry["bleu"] > 0 for entry in sides["short"]
+    ):
+        return False, [f"(b) cannot compare: no sentences, or no BLEU, on one side of length {threshold} -> FAIL"]
+    kept = [sides["long"][k]["bleu"] / sides["short"][k]["bleu"] for k in (0, 1)]
+    ok = kept[0] > kept[1]
+    shares = ", ".join(
+        f"{name} {sides['long'][k]['bleu']:.2f} / {sides['short'][k]['bleu']:.2f} = {kept[k]:.2f}"
+        for k, name in enumerate((search, encdec))
     )
+    short, long = (sides[side][0]["bleu"] - sides[side][1]["bleu"] for side in ("short", "long"))
+    return ok, [
+        f"(b) BLEU on length > {threshold} (n={sides['long'][0]['n']}) over length <= {threshold} "
+        f"(n={sides['short'][0]['n']}): {shares} -> {'pass' if ok else 'FAIL'}",
+        f"    BLEU lead of {search}: length <= {threshold} {short:+.2f}, length > {threshold} {long:+.2f}",
+    ]
