@@ -107,14 +107,23 @@ PartitionName=gpu Nodes=$HOST MaxTime=INFINITE State=UP
 EOF
 }
 
+# Whether the slurm.conf $1 (a link's target) is gone, or was written by this script for a test cluster whose
+# slurmctld is gone: then nothing uses the link to it. A site's slurm.conf is never taken for one.
+stale_test_conf() {
+    [ ! -e "$1" ] && return 0
+    grep -q '^ClusterName=rnnmt-test$' "$1" || return 1
+    local pid="$(dirname "$1")/slurmctld.pid"
+    ! { [ -f "$pid" ] && kill -0 "$(cat "$pid")" 2>/dev/null; }
+}
+
 start() {
     [ "$(id -u)" -eq 0 ] || cannot "it needs root (slurmd runs jobs as their user, munged and apt-get need root)"
     if [ -f "$STATE/slurmctld.pid" ] && kill -0 "$(cat "$STATE/slurmctld.pid")" 2>/dev/null; then
         cannot "one is already running in $STATE (tests/slurm/cluster.sh stop)"
     fi
     install_packages
-    if [ -L "$DEFAULT_CONF" ] && [ ! -e "$DEFAULT_CONF" ]; then
-        rm "$DEFAULT_CONF"  # left by a test cluster whose state directory is gone
+    if [ -L "$DEFAULT_CONF" ] && stale_test_conf "$(readlink "$DEFAULT_CONF")"; then
+        rm "$DEFAULT_CONF"  # left by a test cluster that was killed before its stop
     fi
     if [ -e "$DEFAULT_CONF" ] && [ "$(readlink "$DEFAULT_CONF")" != "$CONF" ]; then
         cannot "$DEFAULT_CONF exists ($(readlink -f "$DEFAULT_CONF"): another Slurm on this machine), and jobs of the test cluster need that path"
