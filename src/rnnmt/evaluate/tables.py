@@ -420,22 +420,18 @@ def _length_robustness(split_s: dict, split_e: dict, search: str, encdec: str) -
     The leads are printed beside it.
     """
     threshold = split_s["threshold"]
-    sides = {
-        side: (_split_side(split_s, side, search), _split_side(split_e, side, encdec)) for side in ("short", "long")
-    }
-    if any(entry["bleu"] is None for pair in sides.values() for entry in pair) or not all(
-        entry["bleu"] > 0 for entry in sides["short"]
-    ):
+    sides = {side: (_split_side(split_s, side, search), _split_side(split_e, side, encdec)) for side in ("short", "long")}
+    bleu = {side: [entry["bleu"] for entry in pair] for side, pair in sides.items()}
+    if None in bleu["short"] + bleu["long"] or min(bleu["short"]) <= 0:
         return False, [f"(b) cannot compare: no sentences, or no BLEU, on one side of length {threshold} -> FAIL"]
-    kept = [sides["long"][k]["bleu"] / sides["short"][k]["bleu"] for k in (0, 1)]
+    kept = [long / short for long, short in zip(bleu["long"], bleu["short"])]
     ok = kept[0] > kept[1]
     shares = ", ".join(
-        f"{name} {sides['long'][k]['bleu']:.2f} / {sides['short'][k]['bleu']:.2f} = {kept[k]:.2f}"
-        for k, name in enumerate((search, encdec))
+        f"{name} {bleu['long'][k]:.2f} / {bleu['short'][k]:.2f} = {kept[k]:.2f}" for k, name in enumerate((search, encdec))
     )
-    short, long = (sides[side][0]["bleu"] - sides[side][1]["bleu"] for side in ("short", "long"))
+    lead = {side: values[0] - values[1] for side, values in bleu.items()}
     return ok, [
         f"(b) BLEU on length > {threshold} (n={sides['long'][0]['n']}) over length <= {threshold} "
         f"(n={sides['short'][0]['n']}): {shares} -> {'pass' if ok else 'FAIL'}",
-        f"    BLEU lead of {search}: length <= {threshold} {short:+.2f}, length > {threshold} {long:+.2f}",
+        f"    BLEU lead of {search}: length <= {threshold} {lead['short']:+.2f}, length > {threshold} {lead['long']:+.2f}",
     ]
