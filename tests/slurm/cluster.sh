@@ -107,18 +107,21 @@ PartitionName=gpu Nodes=$HOST MaxTime=INFINITE State=UP
 EOF
 }
 
+# Whether the slurmctld whose state directory is $1 is running.
+ctld_running() {
+    [ -f "$1/slurmctld.pid" ] && kill -0 "$(cat "$1/slurmctld.pid")" 2>/dev/null
+}
+
 # Whether the slurm.conf $1 (a link's target) is gone, or was written by this script for a test cluster whose
 # slurmctld is gone: then nothing uses the link to it. A site's slurm.conf is never taken for one.
 stale_test_conf() {
     [ ! -e "$1" ] && return 0
-    grep -q '^ClusterName=rnnmt-test$' "$1" || return 1
-    local pid="$(dirname "$1")/slurmctld.pid"
-    ! { [ -f "$pid" ] && kill -0 "$(cat "$pid")" 2>/dev/null; }
+    grep -q '^ClusterName=rnnmt-test$' "$1" && ! ctld_running "$(dirname "$1")"
 }
 
 start() {
     [ "$(id -u)" -eq 0 ] || cannot "it needs root (slurmd runs jobs as their user, munged and apt-get need root)"
-    if [ -f "$STATE/slurmctld.pid" ] && kill -0 "$(cat "$STATE/slurmctld.pid")" 2>/dev/null; then
+    if ctld_running "$STATE"; then
         cannot "one is already running in $STATE (tests/slurm/cluster.sh stop)"
     fi
     install_packages
