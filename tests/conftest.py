@@ -14,6 +14,17 @@ from rnnmt.text.vocab import build_shortlist
 
 torch.set_num_threads(1)
 
+NO_CUDA = "no CUDA device here: the GPU suite (`python -m pytest -m cuda`) runs on a machine with one"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `cuda` skip, with one line saying why, where torch sees no CUDA device."""
+    if torch.cuda.is_available():
+        return
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=NO_CUDA))
+
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt14"
 
 

@@ -13,6 +13,7 @@ import yaml
 from rnnmt import bench
 from rnnmt.bench import synthetic_data
 from rnnmt.cli import main
+from rnnmt.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 LENGTHS = {"src_median": 22, "tgt_median": 24, "sigma": 0.55, "correlation": 0.92}
@@ -176,3 +177,45 @@ def test_settings_for_cuda_count_a_gpus_update_on_a_cpu(tiny_paper_config, tmp_p
     main(["bench", "train", "--paper-shape", "rnnsearch-50", "--config", str(tiny_paper_config), "--steps", "1", "--device", "cpu",
           "--settings-for", "cuda", "--precision", "float32", "--output", str(out)])  # fmt: skip
     assert json.loads(out.read_text())["precision"] == "float32"
+
+
+def test_bench_paper_on_a_cpu_counts_the_kernels_of_each_systems_gpu_update(tiny_paper_config, tmp_path, capsys):
+    """`rnnmt bench paper` without a GPU: every system asked for, its update as a GPU would run it (bfloat16,
+    the kernel loops, the static update), its kernels counted, no rates; a table and the JSON."""
+    out = tmp_path / "paper.json"
+    main(["bench", "paper", "--config", str(tiny_paper_config), "--only", "rnnsearch-50", "luong-localp-general-feed", "--steps", "1", "--device", "cpu",
+          "--output", str(out)])  # fmt: skip
+    result = json.loads(out.read_text())
+    assert [row["system"] for row in result["systems"]] == ["rnnsearch-50", "luong-localp-general-feed"] and not result["timed"]
+    for row in result["systems"]:
+        assert row["kernels_per_update"] > 0 and row["target_tokens_per_s"] is None and row["projected_hours"] is None
+        assert (row["precision"], row["graph"], row["recurrence"]) == ("bfloat16", "static", "kernels")
+    table = capsys.readouterr().out
+    assert "| luong-localp-general-feed | 13,500,000 |" in table and "no rates on this device" in table
+
+
+def test_bench_paper_names_an_unknown_scale(tiny_paper_config):
+    with pytest.raises(UserError, match=r"--scale huge: .* has no such scale \(known: demo, paper, sample\)\."):
+        bench.bench_paper(torch.device("cpu"), config=tiny_paper_config, scale="huge", steps=1, overrides={})
+
+
+@pytest.mark.parametrize("hours, expected", [([20.0, 10.0, 10.0, 4.0], (2, 24.0)), ([5.0, 5.0], (1, 10.0)), ([30.0, 1.0], (None, 30.0)), ([], (0, 0.0))])
+def test_gpus_for_one_day_packs_the_longest_jobs_first(hours, expected):
+    assert bench.gpus_for(hours, 24.0) == expected
+
+
+def test_bench_paper_keeps_the_rows_it_measured_when_a_system_fails(tiny_paper_config, tmp_path, monkeypatch):
+    """A run stopped part-way (a crash, a time limit) leaves the rows so far, marked incomplete."""
+    measured = bench.bench_train
+
+    def second_fails(device, **kwargs):
+        if kwargs["paper_shape"] == "luong-base":
+            raise RuntimeError("CUDA error: out of memory")
+        return measured(device, **kwargs)
+
+    monkeypatch.setattr(bench, "bench_train", second_fails)
+    out = tmp_path / "paper.json"
+    with pytest.raises(RuntimeError, match="out of memory"):
+        bench.bench_paper(torch.device("cpu"), config=tiny_paper_config, scale="paper", steps=1, overrides={}, systems=["rnnsearch-30", "luong-base"], keep=out)
+    kept = json.loads(out.read_text())
+    assert kept["complete"] is False and [row["system"] for row in kept["systems"]] == ["rnnsearch-30"]

@@ -12,7 +12,8 @@ from rnnmt import config as rnnmt_config
 from rnnmt.errors import UserError
 from rnnmt.train import device_choices
 from rnnmt.train.defaults import DEVICE_CHOICES, TRAIN_DEFAULTS
-from rnnmt.train.device_choices import choose, cpu_multiplies_bfloat16
+from rnnmt.runtime import cpu_multiplies_bfloat16
+from rnnmt.train.device_choices import choose
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA, CPU = torch.device("cuda"), torch.device("cpu")

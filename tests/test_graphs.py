@@ -25,6 +25,11 @@ SYSTEMS = {
         "train": {"loss": "token_mean", "optimizer": {"name": "sgd", "lr": 0.5}},
     },
     "luong-no-feed": {"model": tiny_luong_config("global", "dot", feed_input=False), "train": {"clip_norm": 0.05}},
+    "luong-global-concat-feed": {"model": tiny_luong_config("global", "concat"), "train": {"loss": "sentence_mean"}},
+    "luong-global-location-feed": {"model": tiny_luong_config("global", "location"), "train": {"loss": "sentence_mean"}},
+    "luong-local-m-dot-feed": {"model": tiny_luong_config("local-m", "dot", bias=True), "train": {"loss": "sentence_mean"}},
+    "luong-local-p-concat-feed": {"model": tiny_luong_config("local-p", "concat", reverse_source=False), "train": {"loss": "sentence_mean"}},
+    "luong-location-no-feed": {"model": tiny_luong_config("global", "location", feed_input=False), "train": {"loss": "sentence_mean"}},
 }
 
 
@@ -114,7 +119,7 @@ def test_a_graph_setting_that_cannot_run_here_is_a_clear_error(tiny_corpus, tmp_
         make_trainer(tiny_corpus, tmp_path, "rnnsearch", **train)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device (none here)")
+@pytest.mark.cuda
 @pytest.mark.parametrize("name", ["rnnsearch", "luong-global-feed"])
 def test_captured_updates_replay_the_static_ones(tiny_corpus, tmp_path, name):
     """On a GPU: five updates replayed from captured graphs give the weights of five eager static ones."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -143,3 +144,11 @@ def test_training_pass_equals_step_by_step_decoding(encoder, attention, grad):
             step_logits, _, state = model.decoder.predict(ctx, state, t)
             assert torch.allclose(step_logits, logits[:, t], atol=1e-5)
             state = model.decoder.advance(ctx, state, tgt[:, t])
+
+
+def test_the_models_import_nothing_from_training():
+    """models/ is below train/: the networks, their loops and kernels never reach up into the training code."""
+    models = Path(__file__).resolve().parents[1] / "src" / "rnnmt" / "models"
+    upward = [f"{path.relative_to(models)}:{n}" for path in models.rglob("*.py") for n, line in enumerate(path.read_text().splitlines(), 1)
+              if "rnnmt.train" in line and ("import" in line or "from" in line)]  # fmt: skip
+    assert not upward, upward

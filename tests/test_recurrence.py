@@ -14,7 +14,7 @@ from rnnmt.models.recurrence import AttentiveGRULoop, GRUScan, LuongFeedLoop
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train.batching import SourceFormat
-from rnnmt.train.device_choices import cpu_has_bfloat16
+from rnnmt.runtime import cpu_has_bfloat16
 from rnnmt.train.loop import Trainer
 from rnnmt.train import nll
 from rnnmt.train.nll import OutputNLL, Workspace, output_nll

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import resource
 import tempfile
 import time
@@ -15,10 +16,17 @@ import torch
 from rnnmt.decode.settings import DecodeSettings
 from rnnmt.errors import UserError
 from rnnmt.fileio import read_lines, write_json
-from rnnmt.models.kernels import REGION as KERNEL_STAGE
-from rnnmt.runtime import pick_device, synchronize
+from rnnmt.models.kernels.stages import REGION as KERNEL_STAGE
+from rnnmt.runtime import cpu_info, log, pick_device, synchronize
 
 WARMUP = 2
+
+
+def device_name(device: torch.device) -> str:
+    """The card's or the CPU's name, for a figure's label."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return cpu_info()[0] or "an unknown CPU"
 
 
 def _peak_memory_mb(device: torch.device) -> float:
@@ -37,20 +45,26 @@ def kernels_per_update(trainer: Any, update: int) -> dict[str, int]:
     from rnnmt.train.graphs import CAPTURED_REGION
 
     batch = trainer.stream.batch(update)  # made on the host beforehand, as a data loader would: no launches
-    workspace = trainer.objective.workspace
+    workspace, static = trainer.objective.workspace, trainer.static
     blocked, workspace.blocked = workspace.blocked, False
+    # A captured update replays its graph: the operators of the same update run eagerly are what the graph holds.
+    capture = static.capture if static is not None else False
+    if static is not None:
+        static.capture = False
     try:
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             trainer.step(update, batch)
     finally:
         workspace.blocked = blocked
+        if static is not None:
+            static.capture = capture
     outermost = [e for e in prof.events() if _launches(e) and not any(_launches(a) for a in _ancestors(e))]
     in_graph = sum(kernels(e) for e in outermost if any(a.name == CAPTURED_REGION for a in _ancestors(e)))
     return {"kernels": sum(kernels(e) for e in outermost), "in_graph": in_graph, "width": [batch.src.shape[1], batch.tgt.shape[1]]}
 
 
 def _launches(event: Any) -> bool:
-    """An operator call, or a stage of models/kernels.py (one Triton kernel on a GPU, torch operations here)."""
+    """An operator call, or a stage of models/kernels/stages.py (one Triton kernel on a GPU, torch operations here)."""
     return event.name.startswith(("aten::", KERNEL_STAGE))
 
 
@@ -143,10 +157,12 @@ def bench_train(
     tgt_vocab: Path | None = None,
     overrides: dict[str, str],
     settings_for: str | None = None,
+    timed: bool = True,
 ) -> dict[str, Any]:
     """Time `steps` training updates after a warm-up: system `paper_shape` of `config` on random batches,
     or the system at `system_path` on its data; `overrides` replace values of its `train` section, and with
-    `settings_for` ('cuda') the `auto` ones take the values that device would choose."""
+    `settings_for` ('cuda') the `auto` ones take the values that device would choose. Without `timed`, only the
+    kernels of an update are counted (the rates are None)."""
     from rnnmt.text.binarize import ParallelData
     from rnnmt.text.vocab import Vocab
     from rnnmt.train.loop import Trainer
@@ -166,30 +182,22 @@ def bench_train(
         trainer = Trainer(system, data, {}, source_vocab, target_vocab, Path(tmp), device, {})
         for u in range(WARMUP):
             trainer.step(u)
-        first = _timed(trainer, window, device)  # every shape of the window is met (and, with graph cuda, captured) here
-        shapes = _captured(trainer)
-        steady = _timed(trainer, window, device)  # the same batches again: what the rest of a run sees
-        sizes = {u: trainer.stream.batch(u).tgt.numel() for u in window}  # target positions, outside the timing
-        positions = sum(sizes.values())
-        median = sorted(window, key=sizes.__getitem__)[len(window) // 2]
+        sizes = {u: trainer.stream.batch(u) for u in window}  # outside the timing
+        tokens = sum(batch.target_tokens for batch in sizes.values())
+        positions = sum(batch.tgt.numel() for batch in sizes.values())
+        median = sorted(window, key=lambda u: sizes[u].tgt.numel())[len(window) // 2]
+        if timed:
+            first = _timed(trainer, window, device)  # every shape of the window is met (and, with graph cuda, captured) here
+            shapes = _captured(trainer)
+            steady = _timed(trainer, window, device)  # the same batches again: what the rest of a run sees
         counted = kernels_per_update(trainer, median)  # at the window's median batch: kernels grow with its widths
-    one_off = max(0.0, first["seconds"] - steady["seconds"])
     result = {
         "system": system["name"],
         "data": "random, paper sizes" if paper_shape else str(data_path),
         "updates": steps,
         "batch_size": system["train"]["batch_size"],
-        "seconds": steady["seconds"],
-        "updates_per_s": steps / steady["seconds"],
-        "target_tokens_per_s": steady["tokens"] / steady["seconds"],
-        "sentences_per_s": steady["sentences"] / steady["seconds"],
-        "target_tokens_per_update": steady["tokens"] / steps,
-        "batch_fill": steady["tokens"] / positions,
-        # The window's first pass: the same updates with each new shape's one-off work (a capture on a GPU).
-        "first_pass_seconds": first["seconds"],
-        "first_pass_target_tokens_per_s": first["tokens"] / first["seconds"],
-        "graphs_captured": shapes,
-        "capture_seconds": one_off,
+        "target_tokens_per_update": tokens / steps,
+        "batch_fill": tokens / positions,
         "kernels_per_update": counted["kernels"],
         "kernels_in_graph": counted["in_graph"],
         "kernels_counted_at_width": counted["width"],
@@ -197,6 +205,21 @@ def bench_train(
     }
     if budget is not None:
         result["paper_budget_updates"] = budget
+    if not timed:
+        return result
+    one_off = max(0.0, first["seconds"] - steady["seconds"])
+    result |= {
+        "seconds": steady["seconds"],
+        "updates_per_s": steps / steady["seconds"],
+        "target_tokens_per_s": steady["tokens"] / steady["seconds"],
+        "sentences_per_s": steady["sentences"] / steady["seconds"],
+        # The window's first pass: the same updates with each new shape's one-off work (a capture on a GPU).
+        "first_pass_seconds": first["seconds"],
+        "first_pass_target_tokens_per_s": first["tokens"] / first["seconds"],
+        "graphs_captured": shapes,
+        "capture_seconds": one_off,
+    }
+    if budget is not None:
         hours = budget / result["updates_per_s"] / 3600
         if shapes:
             # Every padded shape a run can meet is captured once: the window's cost per shape, for all of them.
@@ -204,6 +227,83 @@ def bench_train(
             hours += one_off / shapes * possible / 3600
         result["projected_hours"] = hours
     return result
+
+
+def bench_paper(
+    device: torch.device, *, config: Path, scale: str, steps: int, overrides: dict[str, str], systems: list[str] | None = None, keep: Path | None = None
+) -> dict[str, Any]:
+    """Every system of `scale` in `config` at its paper shape (`bench_train`), one row each, and what they cost in all.
+
+    On a CUDA device each row has the steady rate, the captures and the projected hours of its paper budget,
+    and the totals say how many GPU-hours the jobs take and how many GPUs finish them in a day. On any other
+    device the auto settings resolve as on a GPU and only the kernels an update launches are counted. Each
+    row is logged when measured and, with `keep`, the rows so far are written there (`complete` false), so
+    that a run stopped before the end keeps what it measured.
+    """
+    from rnnmt import config as rnnmt_config
+
+    known = rnnmt_config.load(config, rnnmt_config.schema_beside(config))["scales"]
+    if scale not in known:
+        raise UserError(f"--scale {scale}: {config} has no such scale (known: {', '.join(known)}).")
+    names = systems or known[scale]["systems"]
+    timed = device.type == "cuda"
+    result: dict[str, Any] = {"scale": scale, "steps": steps, "timed": timed, "complete": False, "device_name": device_name(device), "systems": []}
+    for i, name in enumerate(names, 1):
+        row = bench_train(device, steps=steps, paper_shape=name, config=config, overrides=overrides, settings_for=None if timed else "cuda", timed=timed)
+        result["systems"].append(kept := {key: row.get(key) for key in PAPER_COLUMNS})
+        log(f"bench paper {i}/{len(names)} on {device}: " + ", ".join(f"{key} {value}" for key, value in kept.items()))
+        if keep is not None:
+            write_json(keep, result)
+        gc.collect()  # the finished system's model, graphs and buffers go back before the next one is built
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    result["complete"] = True
+    if timed:
+        hours = [row["projected_hours"] for row in result["systems"]]
+        result["gpu_hours"] = sum(hours)
+        result["gpus_for_one_day"], result["hours_on_those_gpus"] = gpus_for(hours, DAY_HOURS)
+    return result
+
+
+# What `bench paper` keeps of each system's `bench_train`.
+PAPER_COLUMNS = ("system", "paper_budget_updates", "target_tokens_per_update", "target_tokens_per_s", "kernels_per_update", "graphs_captured",
+                 "capture_seconds", "shapes_possible", "projected_hours", "precision", "graph", "recurrence")  # fmt: skip
+DAY_HOURS = 24.0
+
+
+def gpus_for(hours: list[float], limit: float) -> tuple[int | None, float]:
+    """The fewest GPUs that finish jobs of `hours` within `limit`, each job on one GPU, the longest first onto the
+    least loaded (LPT); and the hours they take. None (and the longest job) where one job alone takes longer."""
+    longest = max(hours, default=0.0)
+    if longest > limit:
+        return None, longest
+    for gpus in range(1, len(hours) + 1):
+        loads = [0.0] * gpus
+        for job in sorted(hours, reverse=True):
+            loads[loads.index(min(loads))] += job
+        if max(loads) <= limit:
+            return gpus, max(loads)
+    return len(hours), longest
+
+
+def paper_table(result: dict[str, Any]) -> str:
+    """`bench_paper`'s result as a Markdown table, with the totals under it."""
+    def number(value: Any, digits: int = 0) -> str:
+        return "—" if value is None else f"{value:,.{digits}f}"
+
+    lines = [f"`rnnmt bench paper` on {result['device_name']}, {result['steps']} updates a system"
+             + ("" if result["timed"] else " (kernels counted as a GPU runs the update; no rates on this device)") + ":", "",
+             "| system | updates | target tokens / update | target tokens/s | kernels / update | capture s (window) | GPU-hours | settings |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    for row in result["systems"]:
+        lines.append(f"| {row['system']} | {number(row['paper_budget_updates'])} | {number(row['target_tokens_per_update'])} | "
+                     f"{number(row['target_tokens_per_s'])} | {number(row['kernels_per_update'])} | {number(row['capture_seconds'], 1)} | "
+                     f"{number(row['projected_hours'], 1)} | {row['precision']}, graph {row['graph']}, {row['recurrence']} |")  # fmt: skip
+    if result["timed"]:
+        gpus = result["gpus_for_one_day"]
+        day = f"{gpus} GPUs finish them in {result['hours_on_those_gpus']:.1f} h" if gpus else f"the longest job alone takes {result['hours_on_those_gpus']:.1f} h"
+        lines += ["", f"In all: {result['gpu_hours']:.1f} GPU-hours for {len(result['systems'])} jobs; {day} (longest job first onto the least loaded GPU)."]
+    return "\n".join(lines) + "\n"
 
 
 def settings_as_on(train: dict[str, Any], chooser: torch.device, device: torch.device) -> dict[str, str]:
@@ -311,7 +411,8 @@ def benchmark(
     """`rnnmt bench WHAT`: `measure` on the picked device, with what was measured and where; written to `output` too."""
     run_on = pick_device(device, gpu_lock_dir)
     result = measure(run_on)
-    result.update({"what": what, "device": str(run_on), "threads": torch.get_num_threads(), "peak_memory_mb": _peak_memory_mb(run_on)})
+    result.update({"what": what, "device": str(run_on), "device_name": device_name(run_on), "threads": torch.get_num_threads(),
+                   "peak_memory_mb": _peak_memory_mb(run_on)})  # fmt: skip
     result["torch"] = torch.__version__
     if output:
         write_json(output, result)

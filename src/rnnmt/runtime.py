@@ -53,6 +53,32 @@ def cpu_info() -> tuple[str | None, frozenset[str]]:
     return model, frozenset(text.split())
 
 
+# oneDNN's cap on the instruction sets it may use (its documented variables); a value without AMX
+# keeps it from AMX's bfloat16 products even on a CPU that has them.
+ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
+
+
+def _cpu_offers(flags: tuple[str, ...], caps: tuple[str, ...]) -> bool:
+    """Whether the CPU has one of `flags` (runtime.cpu_info) and oneDNN's cap, if any, names an ISA with one of `caps`."""
+    for variable in ISA_CAPS:
+        cap = os.environ.get(variable, "").upper()
+        if cap and cap not in ("ALL", "DEFAULT") and not any(c in cap for c in caps):
+            return False
+    found = cpu_info()[1]
+    return any(flag in found for flag in flags)
+
+
+def cpu_multiplies_bfloat16() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices natively (AMX) and oneDNN is allowed to use it."""
+    return _cpu_offers(("amx_bf16",), ("AMX", "AVX10"))
+
+
+def cpu_has_bfloat16() -> bool:
+    """Whether oneDNN may use bfloat16 instructions here (AVX512_BF16 or AMX): without them it has no bfloat16 LSTM
+    (models/lstm.py then runs torch's LSTM in float32)."""
+    return _cpu_offers(("avx512_bf16", "amx_bf16"), ("BF16", "FP16", "AMX", "AVX10"))
+
+
 def pick_device(name: str, gpu_lock_dir: Path | None = None) -> torch.device:
     """'auto' takes a free GPU when there is one, else the CPU; 'cuda' any free GPU, 'cuda:N' that one.
 

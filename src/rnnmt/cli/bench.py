@@ -1,4 +1,4 @@
-"""`rnnmt bench train|translate|select`: throughput figures as JSON."""
+"""`rnnmt bench train|paper|translate|select`: throughput figures as JSON (paper: a table of every system too)."""
 
 from __future__ import annotations
 
@@ -18,14 +18,18 @@ NEEDS = {
     "train": ("system", "data", "src_vocab", "tgt_vocab"),  # unless --paper-shape
     "translate": ("model", "input"),
     "select": ("src", "tgt", "indomain_src", "indomain_tgt"),
+    "paper": (),
 }
 
 
 def args_bench(p: argparse.ArgumentParser) -> None:
-    p.add_argument("what", choices=["train", "translate", "select"])
+    p.add_argument("what", choices=["train", "paper", "translate", "select"],
+                   help="paper: every system of --scale at its paper shape, one table (on a CPU: the kernels a GPU update launches)")
     p.add_argument("--system", type=Path, help="train: resolved system config (JSON)")
     p.add_argument("--paper-shape", metavar="SYSTEM", help="train: SYSTEM of --config at the paper scale's sizes, on random batches (no data needed)")
-    p.add_argument("--config", type=Path, default=Path("config.yaml"), help="train --paper-shape: the workflow config (default ./config.yaml)")
+    p.add_argument("--config", type=Path, default=Path("config.yaml"), help="train --paper-shape, paper: the workflow config (default ./config.yaml)")
+    p.add_argument("--scale", default="paper", help="paper: whose systems to run (default paper); each at the paper scale's sizes")
+    p.add_argument("--only", nargs="+", metavar="SYSTEM", help="paper: these systems of --scale instead of all")
     p.add_argument("--precision", choices=DEVICE_CHOICES["precision"], help="train: override the system's train.precision")
     p.add_argument("--recurrence", choices=DEVICE_CHOICES["recurrence"], help="train: override the system's train.recurrence")
     p.add_argument("--sync", choices=DEVICE_CHOICES["sync"], help="train: override the system's train.sync")
@@ -37,7 +41,7 @@ def args_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tgt-vocab", type=Path, help="train: target vocabulary")
     p.add_argument("--model", type=Path, help="translate: a trained model")
     p.add_argument("--input", type=Path, help="translate: tokenized source sentences")
-    p.add_argument("--steps", type=positive, default=20, help="updates (train) or batches (translate) to time")
+    p.add_argument("--steps", type=positive, default=20, help="updates (train, paper: per system) or batches (translate) to time")
     add_beam_arguments(p)
     p.add_argument("--batch-size", type=positive, default=32, help="translate: sentences per batch")
     p.add_argument("--src", type=Path, help="select: tokenized pool, source side")
@@ -62,8 +66,10 @@ def measurement(a: argparse.Namespace) -> Callable[[Any], dict[str, Any]]:
     """The benchmark function of `a.what` with its options bound; it takes the device."""
     from rnnmt import bench
 
+    overrides = {key: getattr(a, key) for key in ("precision", "recurrence", "sync", "graph") if getattr(a, key)}
+    if a.what == "paper":
+        return partial(bench.bench_paper, config=a.config, scale=a.scale, steps=a.steps, overrides=overrides, systems=a.only, keep=a.output)
     if a.what == "train":
-        overrides = {key: getattr(a, key) for key in ("precision", "recurrence", "sync", "graph") if getattr(a, key)}
         return partial(bench.bench_train, steps=a.steps, paper_shape=a.paper_shape, config=a.config, system_path=a.system, data_path=a.data,
                        src_vocab=a.src_vocab, tgt_vocab=a.tgt_vocab, overrides=overrides, settings_for=a.settings_for)  # fmt: skip
     if a.what == "translate":
@@ -77,6 +83,11 @@ def run_bench(a: argparse.Namespace) -> None:
 
     check_needed(a)
     result = benchmark(a.what, measurement(a), device=a.device, gpu_lock_dir=a.gpu_lock_dir, output=a.output)
+    if a.what == "paper":
+        from rnnmt.bench import paper_table
+
+        print(paper_table(result), end="")
+        return
     print(json.dumps(result, indent=2, sort_keys=True))
 
 

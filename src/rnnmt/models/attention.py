@@ -23,7 +23,7 @@ from rnnmt.errors import UserError
 from rnnmt.models.encoders import Encoded
 from rnnmt.models.gru import GroundhogGRU
 from rnnmt.models.initialisation import Initialised, Rule, Scheme, normal, zeros
-from rnnmt.models.kernel_loops import AttentiveGRUKernels
+from rnnmt.models.kernels.loops import AttentiveGRUKernels
 from rnnmt.models.recurrence import AttentiveGRULoop
 
 

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from rnnmt.errors import UserError
-from rnnmt.train.defaults import DEVICE_CHOICES
+from rnnmt.models import RECURRENCES
 from rnnmt.models.attention import ATTENTIONS, LUONG_KINDS, LuongAttention
 from rnnmt.models.decoders import BahdanauDecoder, Context, LuongDecoder, State
 from rnnmt.models.encoders import ENCODERS, Encoded, LSTMEncoder
@@ -124,13 +124,10 @@ def _build_luong(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int) -> Seq2Seq
 BUILDERS = {"gru": _build_bahdanau, "lstm": _build_luong}
 
 
-RECURRENCES = tuple(kind for kind in DEVICE_CHOICES["recurrence"] if kind != "auto")
-
-
 def set_recurrence(model: nn.Module, kind: str) -> None:
     """'fused': the recurrent loops with a hand-written backward (recurrence.py); 'plain': autograd through
     the step functions (the reference, slower); 'kernels': each step's pointwise work as single kernels
-    (kernel_loops.py, the GPU path) in the GRU, additive-attention, LSTM-encoder and input-feeding (global
+    (kernels/loops.py, the GPU path) in the GRU, additive-attention, LSTM-encoder and input-feeding (global
     dot or general) loops, the other loops fused. All compute the same equations."""
     if kind not in RECURRENCES:
         raise UserError(f"train.recurrence is {kind!r}; expected one of {', '.join(RECURRENCES)}.")

@@ -24,7 +24,7 @@ from rnnmt.models.attention import ATTENTIONS, BahdanauAttention, LuongAttention
 from rnnmt.models.encoders import Embedding, Encoded
 from rnnmt.models.gru import GroundhogGRU
 from rnnmt.models.initialisation import Rule, Scheme, linear_rules, prefixed
-from rnnmt.models.kernel_loops import LuongFeedKernels
+from rnnmt.models.kernels.loops import LuongFeedKernels
 from rnnmt.models.recurrence import LuongFeedLoop
 from rnnmt.text.vocab import Vocab
 
@@ -256,7 +256,8 @@ class LuongDecoder(nn.Module):
         for k in range(layers):
             w_ih = net.weight_ih_l0[:, emb:] if k == 0 else getattr(net, f"weight_ih_l{k}")
             tensors += [w_ih, getattr(net, f"weight_hh_l{k}"), bias[k] if k > 0 else None]
-        params = list(self.attention.parameters())
+        named = dict(self.attention.named_parameters())
+        params = list(named.values())
         tensors += [self.W_c.weight[:, : self.hidden], self.W_c.weight[:, self.hidden :], self.W_c.bias, ctx["keys"], enc.annotations, *params]
 
         def attend(h: Tensor, keys: Tensor, annotations: Tensor, t: int) -> tuple[Tensor, Tensor]:
@@ -264,13 +265,16 @@ class LuongDecoder(nn.Module):
             return c.squeeze(1), alpha.squeeze(1)
 
         shape = (steps_n, batch, self.hidden)
+        attention = self.attention
         spec = {
-            "layers": layers, "clip": self.state_clip, "attend": attend, "params": params,
+            "layers": layers, "clip": self.state_clip, "attend": attend, "params": params, "param_names": list(named),
             "feed_mask": self._dropout_mask(shape, self.drop.p, x1),
             "layer_masks": self._dropout_mask((layers - 1, *shape), net.dropout, x1) if layers > 1 else None,
-            "dot_mask": enc.mask if self.attention.kind == "global" and self.attention.score in ("dot", "general") else None,
+            "dot_mask": enc.mask if attention.kind == "global" and attention.score in ("dot", "general") else None,
+            "score": attention.score, "kind": attention.kind, "window": attention.window, "reversed_source": attention.reversed_source,
+            "source_mask": enc.mask,
         }  # fmt: skip
-        loop = LuongFeedKernels if self.kernels and spec["dot_mask"] is not None else LuongFeedLoop
+        loop = LuongFeedKernels if self.kernels else LuongFeedLoop
         return loop.apply(spec, x1, *state, *tensors)
 
     def _dropout_mask(self, shape: tuple[int, ...], p: float, like: Tensor) -> Tensor | None:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from rnnmt.models import kernel_loops, lstm
+from rnnmt.models import lstm
+from rnnmt.models.kernels.loops import scan_directions
 from rnnmt.models.gru import GroundhogGRU
 from rnnmt.models.initialisation import Rule, Scheme, prefixed
 
@@ -59,7 +60,7 @@ class BiGRUEncoder(nn.Module):
         x_fwd, x_bwd = self.fwd.project_inputs(e), self.bwd.project_inputs(e)
         if self.fwd.kernels:
             h0 = x_fwd.new_zeros(x_fwd.shape[0], self.fwd.hidden_size)
-            h_fwd, h_bwd = kernel_loops.scan_directions([x_fwd, x_bwd], mask, [False, True], [h0, h0],
+            h_fwd, h_bwd = scan_directions([x_fwd, x_bwd], mask, [False, True], [h0, h0],
                                                         [self.fwd.recurrent_weights(), self.bwd.recurrent_weights()])  # fmt: skip
         else:
             h_fwd, h_bwd = self.fwd.scan(x_fwd, mask), self.bwd.scan(x_bwd, mask, reverse=True)
@@ -88,7 +89,7 @@ class LSTMEncoder(nn.Module):
 
     The annotations are the top layer's states h̄_s; the decoder starts from every layer's final (h, c).
     `fused` (the default) runs the layers with the hand-written backward of recurrence.py (except on a
-    GPU without clipping: cuDNN), `kernels` their GPU form (kernel_loops.py); False runs torch's LSTM over packed sequences (or the step loop with
+    GPU without clipping: cuDNN), `kernels` their GPU form (kernels/loops.py); False runs torch's LSTM over packed sequences (or the step loop with
     clipping), the reference. `packed` False keeps every path off packed sequences, whose lengths the host
     reads (a captured CUDA graph cannot: train/graphs.py).
     """

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from rnnmt.models import kernel_loops
+from rnnmt.models.kernels.loops import scan_directions
 from rnnmt.models.initialisation import Rule, Scheme
 from rnnmt.models.recurrence import GRUScan
 
@@ -20,7 +20,7 @@ class GroundhogGRU(nn.Module):
 
     `fused` (the default) runs `scan` with the hand-written backward of recurrence.py; False runs the
     plain loop over `step`, which autograd differentiates (the reference the tests compare with).
-    `kernels` runs it as kernel_loops.py does, each step's pointwise work as single kernels (the GPU path).
+    `kernels` runs it as kernels/loops.py does, each step's pointwise work as single kernels (the GPU path).
     """
 
     fused = True
@@ -69,7 +69,7 @@ class GroundhogGRU(nn.Module):
         batch, steps, _ = x_proj.shape
         h = x_proj.new_zeros(batch, self.hidden_size) if h0 is None else h0
         if self.kernels:
-            return kernel_loops.scan_directions([x_proj], mask, [reverse], [h], [self.recurrent_weights()])[0]
+            return scan_directions([x_proj], mask, [reverse], [h], [self.recurrent_weights()])[0]
         if self.fused:
             return GRUScan.apply(x_proj, h, mask, reverse, self.U_gates.weight, self.U_cand.weight, self.b_cand)
         keep = (mask if mask is not None else x_proj.new_ones(batch, steps, dtype=torch.bool)).unsqueeze(-1).to(x_proj.dtype)

@@ -14,9 +14,9 @@ import torch
 from torch import Tensor, nn
 
 from rnnmt.models.initialisation import Rule, Scheme
-from rnnmt.models.kernel_loops import LSTMStackKernels
+from rnnmt.models.kernels.loops import LSTMStackKernels
 from rnnmt.models.recurrence import LSTMScan
-from rnnmt.train.device_choices import cpu_has_bfloat16
+from rnnmt.runtime import cpu_has_bfloat16
 
 State = tuple[Tensor, Tensor]  # (h, c), each [layers, B, H]
 
@@ -106,7 +106,7 @@ def run(lstm: nn.LSTM, x: Tensor, mask: Tensor, state: State | None, clip: float
 def scan(lstm: nn.LSTM, x: Tensor, mask: Tensor, clip: float | None, training: bool, kernels: bool = False) -> tuple[Tensor, State]:
     """What `run` computes from a zero state, layer by layer with recurrence.LSTMScan: each layer's input
     projection for all positions at once, then its recurrence (`kernels`: all layers in one loop,
-    kernel_loops.LSTMStackKernels). Outputs are zero on padding (as `run`'s)."""
+    kernels.loops.LSTMStackKernels). Outputs are zero on padding (as `run`'s)."""
     batch, layers, H = x.shape[0], lstm.num_layers, lstm.hidden_size
     bias = [getattr(lstm, f"bias_ih_l{k}") + getattr(lstm, f"bias_hh_l{k}") if lstm.bias else None for k in range(layers)]
     if kernels:

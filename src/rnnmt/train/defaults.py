@@ -1,5 +1,7 @@
 """Training settings a system may leave out, in one place (no torch import: config resolution reads it too)."""
 
+from rnnmt.models import RECURRENCES
+
 # Settings GroundHog systems leave out (their configs predate them); a given value wins.
 TRAIN_DEFAULTS = {
     "sort_by": "max",
@@ -22,7 +24,7 @@ DEVICE_CHOICES = {
     "precision": ("auto", "float32", "bfloat16"),
     "graph": ("auto", "none", "static", "cuda"),
     "sync": ("auto", "update", "logging"),
-    "recurrence": ("auto", "fused", "plain", "kernels"),
+    "recurrence": ("auto", *RECURRENCES),
 }
 # The ones written into every resolved system config (results/config/SYSTEM.json), which checkpoints fingerprint.
 RESOLVED_KEYS = ("max_len", "patience", "sort_k_batches")

@@ -12,7 +12,7 @@ when training starts; the trainer logs each choice with its reason and `rnnmt sh
   to save and the padding of `static` costs time.
 - sync: `logging` (clipping decided on the device, the host waits only at log points) on a GPU, `update`
   on a CPU, where the host computed the norm anyway.
-- recurrence: `kernels` (models/kernel_loops.py: each step's pointwise work as one Triton kernel) on a CUDA
+- recurrence: `kernels` (models/kernels/: each step's pointwise work as one Triton kernel) on a CUDA
   device where Triton is installed, `fused` (recurrence.py) elsewhere: on a CPU the fused loops are faster,
   and the kernels' torch references are there to test and count, not to run.
 """
@@ -20,19 +20,14 @@ when training starts; the trainer logs each choice with its reason and `rnnmt sh
 from __future__ import annotations
 
 import importlib.util
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from rnnmt.errors import UserError
-from rnnmt.runtime import cpu_info
+from rnnmt.runtime import cpu_multiplies_bfloat16
 from rnnmt.train.defaults import DEVICE_CHOICES
-
-# oneDNN's cap on the instruction sets it may use (its documented variables); a value without AMX
-# keeps it from AMX's bfloat16 products even on a CPU that has them.
-ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
 
 
 @dataclass(frozen=True)
@@ -41,27 +36,6 @@ class Choice:
 
     value: str
     why: str
-
-
-def _cpu_offers(flags: tuple[str, ...], caps: tuple[str, ...]) -> bool:
-    """Whether the CPU has one of `flags` (runtime.cpu_info) and oneDNN's cap, if any, names an ISA with one of `caps`."""
-    for variable in ISA_CAPS:
-        cap = os.environ.get(variable, "").upper()
-        if cap and cap not in ("ALL", "DEFAULT") and not any(c in cap for c in caps):
-            return False
-    found = cpu_info()[1]
-    return any(flag in found for flag in flags)
-
-
-def cpu_multiplies_bfloat16() -> bool:
-    """Whether this CPU multiplies bfloat16 matrices natively (AMX) and oneDNN is allowed to use it."""
-    return _cpu_offers(("amx_bf16",), ("AMX", "AVX10"))
-
-
-def cpu_has_bfloat16() -> bool:
-    """Whether oneDNN may use bfloat16 instructions here (AVX512_BF16 or AMX): without them it has no bfloat16 LSTM
-    (models/lstm.py then runs torch's LSTM in float32)."""
-    return _cpu_offers(("avx512_bf16", "amx_bf16"), ("BF16", "FP16", "AMX", "AVX10"))
 
 
 def cuda_multiplies_bfloat16(device: torch.device) -> bool:
@@ -110,7 +84,23 @@ def recurrence(value: str, device: torch.device) -> Choice:
         return Choice("fused", "auto: not a GPU (the hand-written loops of recurrence.py, fastest on a CPU)")
     if importlib.util.find_spec("triton") is None:
         return Choice("fused", "auto: Triton is not installed (it comes with torch's CUDA builds)")
-    return Choice("kernels", "auto: a CUDA device with Triton: each step's pointwise work as one kernel (GRU and additive attention)")
+    return Choice("kernels", "auto: a CUDA device with Triton: each step's pointwise work as one kernel")
+
+
+def verified_recurrence(choice: Choice, model: dict[str, Any], device: torch.device, precision: str) -> tuple[Choice, str | None]:
+    """`kernels` where every Triton stage the model uses computes what its torch reference does on `device`
+    (models/kernels/selfcheck.py: once per process, device, architecture and precision); else `fused` and the
+    log line that says which stages failed and why. Other choices pass unchanged."""
+    from rnnmt.models.kernels import selfcheck, stages
+
+    if choice.value != "kernels" or not stages.runs_triton(device):
+        return choice, None
+    failed = selfcheck.verify(model, device, precision)
+    if not failed:
+        return Choice("kernels", f"{choice.why}; each Triton stage checked against its torch reference on {device}"), None
+    reasons = "; ".join(f"{stage}: {reason}" for stage, reason in failed.items())
+    line = f"recurrence kernels: {len(failed)} Triton stage(s) failed their check on {device} ({reasons}); this run trains with recurrence fused"
+    return Choice("fused", f"kernels failed their check on {device} ({', '.join(failed)}): the hand-written loops of recurrence.py instead"), line
 
 
 def choose(train: dict[str, Any], device: torch.device, processes: int = 1) -> dict[str, Choice]:

@@ -149,6 +149,10 @@ class Trainer:
         torch.manual_seed(system["seed"])
         self.model = build_model(system["model"], len(src_vocab), len(tgt_vocab)).to(device)
         self.choices = device_choices.choose(self.cfg, device, world.size)
+        self.choices["recurrence"], failure = device_choices.verified_recurrence(self.choices["recurrence"], system["model"], device,
+                                                                                  self.choices["precision"].value)  # fmt: skip
+        if failure:
+            self.log(failure)
         set_recurrence(self.model, self.choices["recurrence"].value)
         self.autocast_dtype = AUTOCAST[self.choices["precision"].value]
         # sync logging: gradient clipping decides on the device, and the host reads it only at log points.
@@ -376,6 +380,8 @@ class Trainer:
             "parameters": count_parameters(self.model),
             "training_pairs": self.stream.pairs,
             "device": str(self.device),
+            # What the `auto` settings became here, and the recurrence actually run (fused where the kernels failed their check).
+            "settings": {key: choice.value for key, choice in self.choices.items()},
             "threads": torch.get_num_threads(),
             "processes": self.world.size,
             "torch": torch.__version__,

@@ -1,5 +1,5 @@
 """The GRU and attention-decoder loops of recurrence.py with each step's pointwise work as single kernels
-(`train.recurrence: kernels`, kernels.py): the GPU path, few kernels per step.
+(`train.recurrence: kernels`, stages.py): the GPU path, few kernels per step.
 
 The equations and the saved values are those of recurrence.py's `GRUScan` and `AttentiveGRULoop`
 (GroundHog's rec_layers.py and encdec.py, paper-spec §1.2–1.4). What changes is how a step is cut into
@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from rnnmt.models import kernels
+from rnnmt.models.kernels import stages
 from rnnmt.models.recurrence import Precision, _weight_grad, explicit_precision
 
 
@@ -64,9 +64,9 @@ class GRUScanKernels(torch.autograd.Function):
         for t in range(T):
             k = _flat(keeps[t].unsqueeze(-1)) if keeps is not None else None
             torch.bmm(states_c[t], Ug_t, out=g)
-            kernels.gru_gates(_flat(xs[t]), None, _flat(g), _flat(states[t]), _flat(gates[t]), _flat(rh[t]), _flat(rh_c))
+            stages.gru_gates(_flat(xs[t]), None, _flat(g), _flat(states[t]), _flat(gates[t]), _flat(rh[t]), _flat(rh_c))
             torch.bmm(rh_c, Uc_t, out=u)
-            kernels.gru_state(_flat(xs[t]), None, _flat(u), _flat(gates[t]), _flat(states[t]), k, _flat(cand[t]), _flat(states[t + 1]),
+            stages.gru_state(_flat(xs[t]), None, _flat(u), _flat(gates[t]), _flat(states[t]), k, _flat(cand[t]), _flat(states[t + 1]),
                               _flat(states_c[t + 1]))  # fmt: skip
         ctx.save_for_backward(states, states_c, gates, rh, cand, keeps, U_gates, U_cand)
         return states[1:].permute(1, 2, 0, 3)
@@ -84,9 +84,9 @@ class GRUScanKernels(torch.autograd.Function):
         Ug, Uc = U_gates.to(p.compute), U_cand.to(p.compute)
         for t in range(T - 1, -1, -1):
             k = _flat(keeps[t].unsqueeze(-1)) if keeps is not None else None
-            kernels.gru_back_cand(_flat(base), _flat(m), _flat(grads[t]), None, _flat(gates[t]), _flat(cand[t]), k, _flat(dh), _flat(dx[t]), _flat(dx_c[t]))
+            stages.gru_back_cand(_flat(base), _flat(m), _flat(grads[t]), None, _flat(gates[t]), _flat(cand[t]), k, _flat(dh), _flat(dx[t]), _flat(dx_c[t]))
             torch.bmm(dx_c[t, ..., 2 * H :], Uc, out=drh)
-            kernels.gru_back_gates(_flat(dh), _flat(drh), _flat(gates[t]), _flat(cand[t]), _flat(states[t]), k, _flat(dx[t]), _flat(dx_c[t]),
+            stages.gru_back_gates(_flat(dh), _flat(drh), _flat(gates[t]), _flat(cand[t]), _flat(states[t]), k, _flat(dx[t]), _flat(dx_c[t]),
                                    _flat(dzr_c), _flat(base))  # fmt: skip
             torch.bmm(dzr_c, Ug, out=m)
         dh0 = base + m.to(p.acc)
@@ -122,12 +122,12 @@ class AttentiveGRUKernels(torch.autograd.Function):
         C_t, Uc_t = C_in.t().to(p.compute), U_cand.t().to(p.compute)
         for t in range(T):
             torch.mm(states_c[t], W_qg, out=qg)
-            kernels.additive_attention(keys, qg[:, :A], v, real, annotations, tanh[t], alphas[t], contexts[t], ctx_c)
+            stages.additive_attention(keys, qg[:, :A], v, real, annotations, tanh[t], alphas[t], contexts[t], ctx_c)
             if t + 1 < T:
                 torch.mm(ctx_c, C_t, out=xc)
-                kernels.gru_gates(xs[t], xc, qg[:, A:], states[t], gates[t], rh[t], rh_c)
+                stages.gru_gates(xs[t], xc, qg[:, A:], states[t], gates[t], rh[t], rh_c)
                 torch.mm(rh_c, Uc_t, out=u)
-                kernels.gru_state(xs[t], xc, u, gates[t], states[t], None, cand[t], states[t + 1], states_c[t + 1])
+                stages.gru_state(xs[t], xc, u, gates[t], states[t], None, cand[t], states[t + 1], states_c[t + 1])
         ctx.save_for_backward(states, states_c, contexts, alphas, tanh, gates, rh, cand, annotations, W_a, v_a, C_in, U_gates, U_cand)
         return states.transpose(0, 1), contexts.transpose(0, 1), alphas.transpose(0, 1)
 
@@ -150,11 +150,11 @@ class AttentiveGRUKernels(torch.autograd.Function):
         C_m, Uc = C_in.to(p.compute), U_cand.to(p.compute)
         for t in range(T - 1, -1, -1):
             if t + 1 < T:
-                kernels.gru_back_cand(base, mgq, d_states[t + 1], None, gates[t], cand[t], None, dh, dx[t], dx_c[t])
+                stages.gru_back_cand(base, mgq, d_states[t + 1], None, gates[t], cand[t], None, dh, dx[t], dx_c[t])
                 torch.mm(dx_c[t, :, 2 * H :], Uc, out=drh)
-                kernels.gru_back_gates(dh, drh, gates[t], cand[t], states[t], None, dx[t], dx_c[t], zq, base)
+                stages.gru_back_gates(dh, drh, gates[t], cand[t], states[t], None, dx[t], dx_c[t], zq, base)
                 torch.mm(dx_c[t], C_m, out=dcx)
-            kernels.additive_attention_back(d_contexts[t], dcx if t + 1 < T else None, d_alphas[t] if d_alphas is not None else None, annotations,
+            stages.additive_attention_back(d_contexts[t], dcx if t + 1 < T else None, d_alphas[t] if d_alphas is not None else None, annotations,
                                             alphas[t], v, tanh[t], dc_all[t], de_all[t], d_keys, dq_all[t], zq[:, 2 * H :])  # fmt: skip
             torch.mm(zq, W_zq, out=mgq)
         ds0 = base + mgq.to(p.acc) + d_states[0]
@@ -226,7 +226,7 @@ class LSTMStackKernels(torch.autograd.Function):
         rows = (lambda a: a.reshape(-1, a.shape[-1]))  # [L, B, n] (a view) -> [L·B, n]
         for w in range(waves):
             torch.bmm(xh_c[w, :L], W_t, out=gemm)
-            kernels.lstm_cell(rows(base[w]), rows(gemm), rows(c[w]), rows(xh[w, :L, :, H:]), rows(keep[w]), clip, rows(gates[w]), rows(c_raw[w]),
+            stages.lstm_cell(rows(base[w]), rows(gemm), rows(c[w]), rows(xh[w, :L, :, H:]), rows(keep[w]), clip, rows(gates[w]), rows(c_raw[w]),
                               rows(tanh_c[w]), rows(c[w + 1]), rows(xh[w + 1, :L, :, H:]), rows(xh_c[w + 1, :L, :, H:]), rows(xh[w + 1, 1:, :, :H]),
                               rows(xh_c[w + 1, 1:, :, :H]), rows(fwd_mask[w]) if fwd_mask is not None else None)  # fmt: skip
         ctx.clip, ctx.shape = clip, (B, T, H, L)
@@ -247,7 +247,7 @@ class LSTMStackKernels(torch.autograd.Function):
         rows = (lambda a: a.reshape(-1, a.shape[-1]))
         for w in range(waves - 1, -1, -1):
             t = w - (L - 1)  # the top layer's step in this wave
-            kernels.lstm_cell_back(rest, rows(d_xh[w + 1, :L, :, H:]), rows(d_xh[w + 1, 1:, :, :H]), rows(fwd_mask[w]) if fwd_mask is not None else None,
+            stages.lstm_cell_back(rest, rows(d_xh[w + 1, :L, :, H:]), rows(d_xh[w + 1, 1:, :, :H]), rows(fwd_mask[w]) if fwd_mask is not None else None,
                                    d_out[t] if 0 <= t < T else None, rows(keep[w]), dc, rows(gates[w]), rows(c[w]), rows(tanh_c[w]), rows(c_raw[w]), clip,
                                    rows(d_gates[w]), rows(d_gates_c[w]))  # fmt: skip
             torch.bmm(d_gates_c[w], Wc, out=d_xh[w, :L])
@@ -260,23 +260,41 @@ class LSTMStackKernels(torch.autograd.Function):
         return d_x1, None, None, None, *grads
 
 
+def _luong_weights(spec: dict[str, Any], attention: dict[str, Tensor], p: Precision) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    """The query product's W_q [Q, H] (W_a for concat and location over W_p for local-p; None for dot and general)
+    and v_a, v_p as vectors (or None), from the attention's parameters by name."""
+    score, kind = spec["score"], spec["kind"]
+    rows = ([attention["W_a.weight"]] if score in ("concat", "location") else []) + ([attention["W_p.weight"]] if kind == "local-p" else [])
+    vector = (lambda name: attention[name].reshape(-1).to(p.acc))  # [1, H] -> [H]
+    return (torch.cat(rows) if rows else None, vector("v_a.weight") if score == "concat" else None,
+            vector("v_p.weight") if kind == "local-p" else None)  # fmt: skip
+
+
 class LuongFeedKernels(torch.autograd.Function):
-    """recurrence.LuongFeedLoop (same inputs and outputs) for global attention with a dot-product score (dot,
-    general: `spec["dot_mask"]` set): per step and layer a product [W_ih W_hh]·[x; h] and one kernel for the
-    cell (which also writes the next layer's dropped-out input), one kernel for the attention, one product
-    W_c [c; h_top] and one kernel for h̃ = tanh(·) (which writes the next step's fed input); back the same."""
+    """recurrence.LuongFeedLoop (same inputs and outputs) for every Luong attention (attention.LuongAttention: global,
+    local-m, local-p; dot, general, concat, location): per step and layer a product [W_ih W_hh]·[x; h] and one
+    kernel for the cell (which also writes the next layer's dropped-out input); the query product h_t·W_qᵀ where
+    the score or local-p needs one (W_a h_t, W_p h_t: `_luong_weights`); one kernel for the attention
+    (scores, window, softmax, Gaussian, context); one product W_c [c; h_top] and one kernel for h̃ = tanh(·) (which
+    writes the next step's fed input); back the same, with the query's gradient as one product W_qᵀ·dq that the
+    top layer's cell kernel adds in. nmt.matlab's attnLayerForward.m/attnLayerBackprop.m compute the same per
+    step. `spec` names the attention (score, kind, window, reversed_source), the source mask and the attention's
+    parameter names, in the order of its parameters among the tensors."""
 
     @staticmethod
     @explicit_precision
     def forward(ctx: Any, spec: dict[str, Any], x1: Tensor, h0: Tensor, c0: Tensor, *tensors: Tensor | None) -> tuple[Tensor, Tensor]:
         L, clip, p = spec["layers"], spec["clip"], ctx.precision
         feed_mask, layer_masks = spec["feed_mask"], spec["layer_masks"]
+        score, kind, window, reversed_source = spec["score"], spec["kind"], spec["window"], spec["reversed_source"]
         W_ih, W_hh, bias = tensors[0 : 3 * L : 3], tensors[1 : 3 * L : 3], tensors[2 : 3 * L : 3]
         Wc_c, Wc_h, b_c, keys, annotations = tensors[3 * L : 3 * L + 5]
+        W_q, v_a, v_p = _luong_weights(spec, dict(zip(spec["param_names"], tensors[3 * L + 5 :])), p)
         keys, annotations = keys.to(p.acc).contiguous(), annotations.to(p.acc).contiguous()
-        real = spec["dot_mask"].to(p.acc)
+        mask = spec["source_mask"].to(p.acc)
         B, T, H4 = x1.shape
-        H = H4 // 4
+        H, S, Q = H4 // 4, annotations.shape[1], W_q.shape[0] if W_q is not None else 0
+        local_p = kind == "local-p"
         xs = p.steps_first(x1)
         # xh[l, t] = [layer l's input at step t (layer 1: the fed h̃); its state before step t], also in the products' dtype.
         xh, xh_c = p.buffer(x1, L, T + 1, B, 2 * H, zero=True), _companion(p, x1, L, T + 1, B, 2 * H)
@@ -284,64 +302,97 @@ class LuongFeedKernels(torch.autograd.Function):
         c = p.buffer(x1, L, T + 1, B, H)
         c[:, 0] = c0
         gates, c_raw, tanh_c = p.buffer(x1, L, T, B, 4 * H), p.buffer(x1, L, T, B, H), p.buffer(x1, L, T, B, H)
-        h_tilde, contexts, alphas = p.buffer(x1, T + 1, B, H, zero=True), p.buffer(x1, T, B, H), p.buffer(x1, T, B, keys.shape[1])
+        h_tilde, contexts, alphas = p.buffer(x1, T + 1, B, H, zero=True), p.buffer(x1, T, B, H), p.buffer(x1, T, B, S)
+        queries = _companion(p, x1, T, B, Q) if Q else None
+        soft, pos, tanh_u = (p.buffer(x1, T, B, S), p.buffer(x1, T, B), p.buffer(x1, T, B, H)) if local_p else (None, None, None)
         ctop_c, gemm, pre = _companion(p, x1, B, 2 * H), _companion(p, x1, B, 4 * H), _companion(p, x1, B, H)
         W = [torch.cat((a, b), 1).to(p.compute) for a, b in zip(W_ih, W_hh)]
         Wc = torch.cat((Wc_c, Wc_h), 1).to(p.compute)  # [H, 2H], read as W_c [c; h_top]
+        Wq_t = W_q.t().to(p.compute) if Q else None
+        at = (lambda a, t: a[t] if a is not None else None)  # noqa: E731
         for t in range(T):
             for layer in range(L):
                 top = layer == L - 1
                 base = xs[t] if layer == 0 else bias[layer].expand(B, 4 * H) if bias[layer] is not None else None
                 torch.mm(xh_c[layer, t], W[layer].t(), out=gemm)
-                kernels.lstm_cell(base, gemm, c[layer, t], None, None, clip, gates[layer, t], c_raw[layer, t], tanh_c[layer, t], c[layer, t + 1],
-                                  xh[layer, t + 1, :, H:], xh_c[layer, t + 1, :, H:], None if top else xh[layer + 1, t, :, :H],
-                                  ctop_c[:, H:] if top else xh_c[layer + 1, t, :, :H],
-                                  layer_masks[layer, t] if not top and layer_masks is not None else None)  # fmt: skip
-            kernels.dot_attention(xh[L - 1, t + 1, :, H:], keys, real, annotations, alphas[t], contexts[t], ctop_c[:, :H])
+                stages.lstm_cell(base, gemm, c[layer, t], None, None, clip, gates[layer, t], c_raw[layer, t], tanh_c[layer, t], c[layer, t + 1],
+                                 xh[layer, t + 1, :, H:], xh_c[layer, t + 1, :, H:], None if top else xh[layer + 1, t, :, :H],
+                                 ctop_c[:, H:] if top else xh_c[layer + 1, t, :, :H],
+                                 layer_masks[layer, t] if not top and layer_masks is not None else None)  # fmt: skip
+            if Q:
+                torch.mm(ctop_c[:, H:], Wq_t, out=queries[t])
+            stages.luong_attention(xh[L - 1, t + 1, :, H:], at(queries, t), keys, mask, annotations, v_a, v_p, t, window, reversed_source, score,
+                                   kind, alphas[t], at(soft, t), contexts[t], ctop_c[:, :H], at(pos, t), at(tanh_u, t))  # fmt: skip
             torch.mm(ctop_c, Wc.t(), out=pre)
             fed = t + 1 < T
-            kernels.feed_tanh(b_c, pre, h_tilde[t + 1], xh[0, t + 1, :, :H] if fed else None, xh_c[0, t + 1, :, :H] if fed else None,
-                              feed_mask[t + 1] if fed and feed_mask is not None else None)  # fmt: skip
+            stages.feed_tanh(b_c, pre, h_tilde[t + 1], xh[0, t + 1, :, :H] if fed else None, xh_c[0, t + 1, :, :H] if fed else None,
+                             feed_mask[t + 1] if fed and feed_mask is not None else None)  # fmt: skip
         ctx.spec = spec
-        ctx.save_for_backward(xh, xh_c, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, keys, annotations, Wc, *W, *tensors)
+        ctx.save_for_backward(xh, xh_c, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, keys, annotations, mask, Wc, W_q, v_a, v_p, queries, soft, pos,
+                              tanh_u, *W, *tensors)  # fmt: skip
         return h_tilde[1:].transpose(0, 1), alphas.transpose(0, 1)
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, d_h_tilde: Tensor, d_alphas: Tensor | None) -> tuple[Tensor | None, ...]:
         spec, p = ctx.spec, ctx.precision
-        L, clip, params = spec["layers"], spec["clip"], spec["params"]
+        L, clip = spec["layers"], spec["clip"]
         feed_mask, layer_masks = spec["feed_mask"], spec["layer_masks"]
-        xh, xh_c, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, keys, annotations, Wc, *saved = ctx.saved_tensors
+        score, kind, window, reversed_source = spec["score"], spec["kind"], spec["window"], spec["reversed_source"]
+        xh, xh_c, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, keys, annotations, mask, Wc, W_q, v_a, v_p, queries, soft, pos, tanh_u, *saved = (
+            ctx.saved_tensors)  # fmt: skip
         W, tensors = saved[:L], saved[L:]
         bias, b_c = tensors[2 : 3 * L : 3], tensors[3 * L + 2]
+        attention = dict(zip(spec["param_names"], tensors[3 * L + 5 :]))
         T, B, H = contexts.shape
+        S, Q = annotations.shape[1], W_q.shape[0] if W_q is not None else 0
         d_h_tilde = p.steps_first(d_h_tilde)
         d_alphas = p.steps_first(d_alphas) if d_alphas is not None else None
         d_gates, d_gates_c = p.buffer(contexts, L, T, B, 4 * H), _companion(p, contexts, L, T, B, 4 * H)
-        d_pre, d_contexts, d_scores = p.buffer(contexts, T, B, H), p.buffer(contexts, T, B, H), p.buffer(contexts, *alphas.shape)
+        d_pre, d_contexts, d_scores = p.buffer(contexts, T, B, H), p.buffer(contexts, T, B, H), p.buffer(contexts, T, B, S)
         d_pre_c, d_ctop, d_below = _companion(p, contexts, B, H), _companion(p, contexts, B, 2 * H), p.buffer(contexts, B, H)
         d_xh = _companion(p, contexts, L, B, 2 * H)  # per layer: d[x; h] of the step after the current one
         dc = p.buffer(contexts, L, B, H, zero=True)
+        dq, dq_c, dq_top = (p.buffer(contexts, T, B, Q), _companion(p, contexts, B, Q), _companion(p, contexts, B, H)) if Q else (None, None, None)
+        concat = score == "concat"
+        d_keys, dv_rows = (p.buffer(contexts, B, S, H, zero=True), p.buffer(contexts, B, H, zero=True)) if concat else (None, None)
+        dz = p.buffer(contexts, T, B) if kind == "local-p" else None
+        Wq = W_q.to(p.compute) if Q else None
+        at = (lambda a, t: a[t] if a is not None else None)  # noqa: E731
         for t in range(T - 1, -1, -1):
             fed = t + 1 < T
-            kernels.feed_tanh_back(d_h_tilde[t], d_xh[0, :, :H] if fed else None, feed_mask[t + 1] if fed and feed_mask is not None else None,
-                                   h_tilde[t + 1], d_pre[t], d_pre_c)  # fmt: skip
+            stages.feed_tanh_back(d_h_tilde[t], d_xh[0, :, :H] if fed else None, feed_mask[t + 1] if fed and feed_mask is not None else None,
+                                  h_tilde[t + 1], d_pre[t], d_pre_c)  # fmt: skip
             torch.mm(d_pre_c, Wc, out=d_ctop)
-            kernels.dot_attention_back(d_ctop, d_alphas[t] if d_alphas is not None else None, annotations, alphas[t], keys, d_contexts[t], d_scores[t],
-                                       d_below)  # fmt: skip
+            stages.luong_attention_back(d_ctop, at(d_alphas, t), annotations, alphas[t], at(soft, t), keys, at(queries, t), mask, v_a, v_p, at(pos, t),
+                                        at(tanh_u, t), window, reversed_source, score, kind, d_contexts[t], d_scores[t], d_below, at(dq, t), dq_c,
+                                        d_keys, dv_rows, at(dz, t))  # fmt: skip
+            if Q:
+                torch.mm(dq_c, Wq, out=dq_top)
             for layer in range(L - 1, -1, -1):
                 top = layer == L - 1
-                kernels.lstm_cell_back(None, d_xh[layer, :, H:], d_below if top else d_xh[layer + 1, :, :H],
-                                       layer_masks[layer, t] if not top and layer_masks is not None else None, None, None, dc[layer], gates[layer, t],
-                                       c[layer, t], tanh_c[layer, t], c_raw[layer, t], clip, d_gates[layer, t], d_gates_c[layer, t])  # fmt: skip
+                stages.lstm_cell_back(None, d_xh[layer, :, H:], d_below if top else d_xh[layer + 1, :, :H],
+                                      layer_masks[layer, t] if not top and layer_masks is not None else None, dq_top if top else None, None, dc[layer],
+                                      gates[layer, t], c[layer, t], tanh_c[layer, t], c_raw[layer, t], clip, d_gates[layer, t], d_gates_c[layer, t])  # fmt: skip
                 torch.mm(d_gates_c[layer, t], W[layer], out=d_xh[layer])
-        tops = xh[L - 1, 1:, :, H:]
+        tops, tops_c = xh[L - 1, 1:, :, H:], xh_c[L - 1, 1:, :, H:]
         grads: list[Tensor | None] = []
         for layer in range(L):
             d_W = _weight_grad(p, d_gates_c[layer], xh_c[layer, :T])
             grads += [d_W[:, :H], d_W[:, H:], d_gates[layer].sum((0, 1)) if bias[layer] is not None else None]
         grads += [_weight_grad(p, d_pre, contexts), _weight_grad(p, d_pre, tops), d_pre.sum((0, 1)) if b_c is not None else None]
-        grads += [torch.bmm(d_scores.permute(1, 2, 0), tops.transpose(0, 1)), torch.bmm(alphas.permute(1, 2, 0), d_contexts.transpose(0, 1))]
-        grads += [torch.zeros_like(w) for w in params]  # the score's own weights act outside, on the keys
+        # The keys: dot and general's scores read them (their outer products with h_t, summed over the steps), concat's
+        # tanh (accumulated by the kernel); the location score reads none.
+        d_keys = torch.bmm(d_scores.permute(1, 2, 0), tops.transpose(0, 1)) if score in ("dot", "general") else d_keys
+        grads += [d_keys, torch.bmm(alphas.permute(1, 2, 0), d_contexts.transpose(0, 1))]
+        d_Wq = _weight_grad(p, dq, tops_c) if Q else None
+        own = {name: torch.zeros_like(w) for name, w in attention.items()}  # general's W_a acts outside, on the keys
+        if score in ("concat", "location"):
+            own["W_a.weight"] = d_Wq[: attention["W_a.weight"].shape[0]]
+        if concat:
+            own["v_a.weight"] = dv_rows.sum(0).reshape(attention["v_a.weight"].shape)
+        if kind == "local-p":
+            own["W_p.weight"] = d_Wq[Q - H :]
+            own["v_p.weight"] = (dz.reshape(1, -1) @ tanh_u.reshape(-1, H)).reshape(attention["v_p.weight"].shape)
+        grads += [own[name] for name in spec["param_names"]]
         return (None, d_gates[0].transpose(0, 1), d_xh[:, :, H:].to(p.acc), dc, *grads)

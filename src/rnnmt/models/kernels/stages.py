@@ -1,23 +1,25 @@
-"""The pointwise stages of the GRU and additive-attention loops as single kernels (`train.recurrence: kernels`).
+"""The pointwise stages of the recurrent loops as single kernels (`train.recurrence: kernels`).
 
 A teacher-forced update at paper size runs each of these stages once per step and layer, forward and
 backward; as separate torch operations each is 4-15 kernel launches, which bound an update on a GPU
 (docs/performance.md). Here each stage is one function that runs as one Triton kernel on a CUDA device
-(triton_kernels.py) and as the same arithmetic in torch operations elsewhere: that is the reference the
-tests compare the Triton kernels with (TRITON_INTERPRET=1 runs them on a CPU), and what
-`rnnmt bench train` counts as one kernel on a CPU (its profiler region is named `rnnmt::kernel::*`).
+(triton_gru.py, triton_luong.py) and as the same arithmetic in torch operations elsewhere: that is the
+reference the tests and the guard (selfcheck.py) compare the Triton kernels with, and what `rnnmt bench
+train` counts as one kernel on a CPU (its profiler region is named `rnnmt::kernel::*`).
 
 The equations are GroundHog's GRU and attention (recurrence.py's notation): gates g = σ(x_zr [+ C_zr c] +
 U_zr h), r∘h, h̃ = tanh(x_h + b [+ C c] + U(r∘h)), h' = h + m∘z∘(h̃ − h); e_s = v·tanh(keys_s + W_a s),
-α = softmax over the real positions, c = Σ_s α_s h_s. Products come in their own dtype (bfloat16 under
-autocast); every stage computes in float32 and also writes, where a product reads the result next, a copy
-in the products' dtype, so no separate cast runs.
+α = softmax over the real positions, c = Σ_s α_s h_s; and Luong's LSTM cell, attention and h̃ (the stages'
+docstrings). Products come in their own dtype (bfloat16 under autocast); every stage computes in float32
+and also writes, where a product reads the result next, a copy in the products' dtype, so no separate cast
+runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -26,35 +28,76 @@ from torch import Tensor
 # The profiler's name prefix for a stage run by its torch reference (bench.kernels counts each as one kernel).
 REGION = "rnnmt::kernel::"
 
+# Every stage's name, in the order they are defined.
+STAGES: list[str] = []
+
+# What runs a stage: "auto" (its Triton kernel on a CUDA device, its torch reference elsewhere), "triton"
+# (the kernel on any tensors: a CPU's need TRITON_INTERPRET=1) or "reference".
+_implementation = "auto"
+
+
+@contextlib.contextmanager
+def implementation(name: str) -> Iterator[None]:
+    """Run every stage as `name` ("auto", "triton" or "reference") inside the block."""
+    global _implementation
+    before, _implementation = _implementation, name
+    try:
+        yield
+    finally:
+        _implementation = before
+
+
+def runs_triton(device: torch.device) -> bool:
+    """Whether the stages run their Triton kernels on `device`."""
+    return _implementation == "triton" or (_implementation == "auto" and device.type == "cuda")
+
+
+# While set (`checked`), a stage that would run its Triton kernel calls this instead with its name, the
+# kernel, the reference and its arguments (selfcheck.py runs both and compares them).
+_checker: Callable[[str, Callable[..., None], Callable[..., None], tuple[Any, ...]], None] | None = None
+
+
+@contextlib.contextmanager
+def checked(checker: Callable[[str, Callable[..., None], Callable[..., None], tuple[Any, ...]], None]) -> Iterator[None]:
+    """Hand every Triton stage to `checker` inside the block."""
+    global _checker
+    before, _checker = _checker, checker
+    try:
+        yield
+    finally:
+        _checker = before
+
 
 def _stage(reference: Callable[..., None]) -> Callable[..., None]:
-    """Run a stage as its Triton kernel on a CUDA device, else as `reference` inside a profiler region."""
+    """Run a stage as its Triton kernel or as `reference` (inside a profiler region), as `implementation` says."""
     name = reference.__name__
+    STAGES.append(name)
+
+    def kernel(*args: Any) -> None:
+        triton_launchers()[name](*args)
 
     @functools.wraps(reference)
     def run(*args: Any) -> None:
         first = next(a for a in args if isinstance(a, Tensor))
-        if first.is_cuda or INTERPRET_ON_CPU:
-            return getattr(_triton(), name)(*args)
+        if runs_triton(first.device):
+            return kernel(*args) if _checker is None else _checker(name, kernel, reference, args)
         with torch.profiler.record_function(REGION + name):
             reference(*args)
 
     return run
 
 
-# Tests set this to run the Triton kernels under TRITON_INTERPRET=1 on CPU tensors.
-INTERPRET_ON_CPU = False
-
-
 @functools.cache
-def _triton() -> Any:
-    from rnnmt.models import triton_kernels
+def triton_launchers() -> dict[str, Callable[..., None]]:
+    """Each stage's Triton launcher by name (importing Triton, and compiling nothing yet)."""
+    from rnnmt.models.kernels import triton_gru, triton_luong
 
-    return triton_kernels
+    return {name: getattr(module, name) for module in (triton_gru, triton_luong) for name in STAGES if hasattr(module, name)}
 
 
 def _f(x: Tensor) -> Tensor:
-    return x.float()
+    """x in float32 or wider (selfcheck.py runs the references in float64 too)."""
+    return x.to(torch.promote_types(x.dtype, torch.float32))
 
 
 @_stage
@@ -196,28 +239,104 @@ def lstm_cell_back(rest: Tensor | None, own: Tensor | None, below: Tensor, below
     torch.add(carried, c_in * f, out=dc)
 
 
+# Luong's scores and kinds (attention.LuongAttention) as the Triton kernels number them.
+LUONG_SCORES = {"dot": 0, "general": 0, "concat": 1, "location": 2}  # general's keys are W_a h̄_s, made before the loop
+LUONG_KINDS = {"global": 0, "local-m": 1, "local-p": 2}
+
+
+def _luong_positions(mask: Tensor, reversed_source: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """The real positions, the sentence lengths n [B] and each position's original word index [B, S] (float)."""
+    real = mask != 0
+    n = real.sum(1).to(torch.float32)
+    s = torch.arange(mask.shape[1], device=mask.device, dtype=torch.float32)
+    return real, n, n.unsqueeze(1) - 1 - s if reversed_source else s.expand(mask.shape[0], -1)
+
+
 @_stage
-def dot_attention(top: Tensor, keys: Tensor, mask: Tensor, ann: Tensor, alpha: Tensor, ctx: Tensor, ctx_c: Tensor) -> None:
-    """Global attention with a dot-product score (dot; general with keys W_a h̄_s): α = softmax of keys·top over the
-    mask, c = Σ_s α_s h̄_s (also into ctx_c)."""
-    energy = torch.bmm(keys, top.unsqueeze(2)).squeeze(2).masked_fill(mask == 0, float("-inf"))
-    torch.softmax(energy, dim=-1, out=alpha)
+def luong_attention(top: Tensor, q: Tensor | None, keys: Tensor, mask: Tensor, ann: Tensor, v_a: Tensor | None, v_p: Tensor | None, step: int,
+                    window: int, reversed_source: bool, score: str, kind: str, alpha: Tensor, soft: Tensor | None, ctx: Tensor, ctx_c: Tensor,
+                    pos: Tensor | None, tanh_u: Tensor | None) -> None:  # fmt: skip
+    """One step of Luong's attention (attention.LuongAttention.forward) for top states h_t [B, H] at 0-based target
+    step `step`: the scores (dot/general keys·h_t; concat v_a·tanh(h̄_s + W_a h_t); location (W_a h_t) at each
+    position's slot), the window (local-m centred on min(step, n − 1); local-p on ⌊p_t⌋, p_t = n·σ(v_p·tanh(W_p h_t))
+    into pos, tanh(W_p h_t) into tanh_u), the softmax over the allowed positions (0 where none is) into soft (local-p)
+    and, times local-p's Gaussian, into alpha; c = Σ_s α_s h̄_s into ctx and ctx_c. q holds the step's query
+    product h_t·W_qᵀ, W_q stacking W_a (concat: H rows; location: one per slot) over W_p (local-p: the last H rows);
+    dot and general need none."""
+    H = ann.shape[2]
+    real, n, original = _luong_positions(mask, reversed_source)
+    acc = alpha.dtype
+    allowed = real
+    if kind == "local-m":
+        centre = torch.minimum(torch.full_like(n, step), n - 1)
+    if kind == "local-p":
+        torch.tanh(_f(q[:, q.shape[1] - H :]), out=tanh_u)
+        torch.mul(n.to(acc), torch.sigmoid(tanh_u @ _f(v_p)), out=pos)
+        centre = torch.floor(pos)
+    if kind != "global":
+        allowed = allowed & ((original.to(acc) - centre.to(acc).unsqueeze(1)).abs() <= window)
+    if score in ("dot", "general"):
+        energy = torch.bmm(keys, _f(top).unsqueeze(2)).squeeze(2)
+    elif score == "concat":
+        energy = (torch.tanh(keys + _f(q[:, :H]).unsqueeze(1)) * _f(v_a)).sum(-1)
+    else:
+        slots = q.shape[1] - (H if kind == "local-p" else 0)
+        slot = torch.arange(mask.shape[1], device=mask.device) + (slots - n.long()).unsqueeze(1)
+        energy = _f(q[:, :slots]).gather(1, slot.clamp(0, slots - 1))
+        allowed = allowed & (slot >= 0)
+    weights = torch.softmax(energy.to(acc).masked_fill(~allowed, float("-inf")), dim=-1).nan_to_num(0.0)
+    if kind == "local-p":
+        soft.copy_(weights)
+        weights = weights * torch.exp(-((original.to(acc) - pos.unsqueeze(1)) ** 2) / (2 * (window / 2) ** 2))
+    alpha.copy_(weights)
     torch.bmm(alpha.unsqueeze(1), ann, out=ctx.unsqueeze(1))
     ctx_c.copy_(ctx)
 
 
 @_stage
-def dot_attention_back(d_ctop: Tensor, d_alpha: Tensor | None, ann: Tensor, alpha: Tensor, keys: Tensor, d_ctx: Tensor, d_scores: Tensor,
-                       d_below: Tensor) -> None:  # fmt: skip
-    """From d[c; h_top] [B, 2H] (W_c's product back): dc into d_ctx, the scores' gradient [+ d_alpha's] into d_scores,
-    and h_top's whole gradient (through the scores and directly) into d_below."""
+def luong_attention_back(d_ctop: Tensor, d_alpha: Tensor | None, ann: Tensor, alpha: Tensor, soft: Tensor | None, keys: Tensor, q: Tensor | None,
+                         mask: Tensor, v_a: Tensor | None, v_p: Tensor | None, pos: Tensor | None, tanh_u: Tensor | None, window: int,
+                         reversed_source: bool, score: str, kind: str, d_ctx: Tensor, d_scores: Tensor, d_below: Tensor, dq: Tensor | None,
+                         dq_c: Tensor | None, d_keys: Tensor | None, dv_rows: Tensor | None, dz: Tensor | None) -> None:  # fmt: skip
+    """The gradient of `luong_attention` from d[c; h_t] [B, 2H] (W_c's product back) [and dL/dα]: dc into d_ctx, the
+    scores' gradient into d_scores, h_t's gradient through the scores (dot, general) and directly into d_below, the
+    query product's gradient into dq and dq_c; concat adds the keys' gradient into d_keys and Σ_s de_s·tanh(·) into
+    dv_rows; local-p writes d(v_p·tanh(W_p h_t)) into dz. The window's centre ⌊p_t⌋ has no gradient."""
     H = ann.shape[2]
     d_ctx.copy_(d_ctop[:, :H])
     d_weights = torch.bmm(ann, d_ctx.unsqueeze(2)).squeeze(2)
     if d_alpha is not None:
         d_weights = d_weights + _f(d_alpha)
-    torch.mul(alpha, d_weights - (alpha * d_weights).sum(-1, keepdim=True), out=d_scores)
-    torch.add(torch.bmm(d_scores.unsqueeze(1), keys).squeeze(1), _f(d_ctop[:, H:]), out=d_below)
+    weights, d_soft = alpha, d_weights
+    if kind == "local-p":
+        real, n, original = _luong_positions(mask, reversed_source)
+        offset = original.to(pos.dtype) - pos.unsqueeze(1)
+        gauss = torch.exp(-(offset**2) / (2 * (window / 2) ** 2))
+        weights, d_soft = soft, d_weights * gauss
+        d_pos = (d_weights * soft * gauss * offset).sum(1) / (window / 2) ** 2
+    torch.mul(weights, d_soft - (weights * d_soft).sum(-1, keepdim=True), out=d_scores)
+    below = _f(d_ctop[:, H:])
+    if score in ("dot", "general"):
+        below = below + torch.bmm(d_scores.unsqueeze(1), keys).squeeze(1)
+    d_below.copy_(below)
+    if score == "concat":
+        t = torch.tanh(keys + _f(q[:, :H]).unsqueeze(1))
+        d_pre = d_scores.unsqueeze(2) * _f(v_a) * (1.0 - t * t)
+        d_keys += d_pre
+        torch.sum(d_pre, dim=1, out=dq[:, :H])
+        dv_rows += (d_scores.unsqueeze(2) * t).sum(1)
+    if score == "location":
+        slots = dq.shape[1] - (H if kind == "local-p" else 0)
+        real, n, _ = _luong_positions(mask, reversed_source)
+        slot = torch.arange(mask.shape[1], device=mask.device) + (slots - n.long()).unsqueeze(1)
+        taken = d_scores * (slot >= 0)
+        dq[:, :slots] = torch.zeros_like(dq[:, :slots]).scatter_add_(1, slot.clamp(0, slots - 1), taken)
+    if kind == "local-p":
+        sig = pos / n.to(pos.dtype)
+        torch.mul(d_pos * n.to(pos.dtype), sig * (1.0 - sig), out=dz)
+        torch.mul(dz.unsqueeze(1) * _f(v_p), 1.0 - tanh_u * tanh_u, out=dq[:, dq.shape[1] - H :])
+    if dq_c is not None:
+        dq_c.copy_(dq)
 
 
 @_stage

@@ -1,0 +1,95 @@
+"""What the Triton kernels of triton_gru.py and triton_luong.py share: tanh, an attention row's softmax and
+context and their backward, and the launch helpers.
+
+Every kernel reads its inputs in their own dtype (bfloat16 products, float32 states) and computes in
+float32; outputs are written in each output's dtype. 2-D operands are rows with a row stride and
+contiguous columns. tanh is written through exp (Triton's interpreter has no tanh), as accurate as torch's.
+Imported only where Triton runs the stages: a CUDA device, or a CPU under TRITON_INTERPRET=1 in the tests.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+from torch import Tensor
+
+BLOCK = 256  # columns per program of the row-wise kernels
+
+
+@triton.jit
+def tanh(x):
+    """tanh through exp; below |x| = 1/4, where 1 − 2/(e^{2x} + 1) would lose x's low bits to cancellation, its
+    Taylor series to x^13 (the next term is under 2e-12 of x there)."""
+    x2 = x * x
+    series = x * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0 + x2 * (62.0 / 2835.0 + x2 * (-1382.0 / 155925.0 + x2 * (21844.0 / 6081075.0)))))))
+    return tl.where(tl.abs(x) < 0.25, series, 1.0 - 2.0 / (tl.exp(2.0 * x) + 1.0))
+
+
+@triton.jit
+def softmax(energy, allowed):
+    """α = softmax of the energies [BLOCK_S] over the allowed positions; 0 everywhere where none is allowed."""
+    energy = tl.where(allowed, energy, float("-inf"))
+    e = tl.where(allowed, tl.exp(energy - tl.max(energy, axis=0)), 0.0)
+    total = tl.sum(e, axis=0)
+    return e / tl.where(total > 0, total, 1.0)
+
+
+@triton.jit
+def context(weights, b, s, S, C, ann, ctx, ctx_c, ctx_c_stride, BLOCK_C: tl.constexpr):
+    """Row b's context c = Σ_s α_s ann[b, s] [C] into ctx and ctx_c."""
+    for c0 in range(0, C, BLOCK_C):
+        c = c0 + tl.arange(0, BLOCK_C)
+        values = tl.load(ann + b * S * C + s[:, None] * C + c[None, :], mask=(s[:, None] < S) & (c[None, :] < C), other=0.0)
+        out = tl.sum(weights[:, None] * values, axis=0)
+        tl.store(ctx + b * C + c, out, mask=c < C)
+        tl.store(ctx_c + b * ctx_c_stride + c, out.to(ctx_c.dtype.element_ty), mask=c < C)
+
+
+@triton.jit
+def context_back(b, s, S, C, d_ctx, d_ctx_stride, dcx, dcx_stride, ann, dc_out, HAS_DCX: tl.constexpr, BLOCK_C: tl.constexpr):
+    """Row b back through `context`: dc = d_ctx [+ dcx] into dc_out; returns dL/dα_s = dc·ann[b, s]."""
+    d_weights = s.to(tl.float32) * 0.0
+    for c0 in range(0, C, BLOCK_C):
+        c = c0 + tl.arange(0, BLOCK_C)
+        dc = tl.load(d_ctx + b * d_ctx_stride + c, mask=c < C, other=0.0).to(tl.float32)
+        if HAS_DCX:
+            dc += tl.load(dcx + b * dcx_stride + c, mask=c < C, other=0.0).to(tl.float32)
+        tl.store(dc_out + b * C + c, dc, mask=c < C)
+        values = tl.load(ann + b * S * C + s[:, None] * C + c[None, :], mask=(s[:, None] < S) & (c[None, :] < C), other=0.0)
+        d_weights += tl.sum(values * dc[None, :], axis=1)
+    return d_weights
+
+
+@triton.jit
+def softmax_back(weights, d_weights):
+    """The energies' gradient from α's: α ∘ (dα − Σ α dα)."""
+    return weights * (d_weights - tl.sum(weights * d_weights, axis=0))
+
+
+def row_grid(rows: int, H: int) -> tuple[int, int]:
+    return (rows, triton.cdiv(H, BLOCK))
+
+
+def positions_block(S: int) -> int:
+    return triton.next_power_of_2(S)
+
+
+def columns_block(S: int) -> int:
+    """Columns per step of an attention row's loops: tiles of ~8,192 values (32 per thread of 8 warps), so that few
+    sequential steps cover a row (one program per sentence leaves most of a GPU's memory bandwidth idle)."""
+    return max(64, min(256, 8192 // positions_block(S)))
+
+
+# Warps per program of the attention kernels (one program per sentence, tiles of COLUMNS).
+ATTENTION_WARPS = 8
+
+
+
+def present_or(t: Tensor | None, fallback: Tensor) -> Tensor:
+    """A pointer for an absent operand (its kernel branch is compiled out)."""
+    return t if t is not None else fallback
+
+
+def row_stride(t: Tensor | None) -> int:
+    return t.stride(0) if t is not None else 0
+

@@ -1,0 +1,185 @@
+"""Triton kernels of the GRU and additive-attention stages (stages.py), one launch each (triton_common.py
+says how they read and write)."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+from torch import Tensor
+
+from rnnmt.models.kernels.triton_common import (ATTENTION_WARPS, BLOCK, columns_block, context, context_back, positions_block, row_grid, softmax,
+                                                softmax_back, tanh)
+
+@triton.jit
+def _gru_gates(x, x_stride, xc, xc_stride, g, g_stride, h, h_stride, gates, rh, rh_c, H, HAS_XC: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    m = j < H
+    pre_z = tl.load(x + row * x_stride + j, mask=m).to(tl.float32)
+    pre_r = tl.load(x + row * x_stride + H + j, mask=m).to(tl.float32)
+    if HAS_XC:
+        pre_z += tl.load(xc + row * xc_stride + j, mask=m).to(tl.float32)
+        pre_r += tl.load(xc + row * xc_stride + H + j, mask=m).to(tl.float32)
+    pre_z += tl.load(g + row * g_stride + j, mask=m).to(tl.float32)
+    pre_r += tl.load(g + row * g_stride + H + j, mask=m).to(tl.float32)
+    z, r = tl.sigmoid(pre_z), tl.sigmoid(pre_r)
+    tl.store(gates + row * 2 * H + j, z, mask=m)
+    tl.store(gates + row * 2 * H + H + j, r, mask=m)
+    prod = r * tl.load(h + row * h_stride + j, mask=m).to(tl.float32)
+    tl.store(rh + row * H + j, prod, mask=m)
+    tl.store(rh_c + row * H + j, prod.to(rh_c.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def _gru_state(x, x_stride, xc, xc_stride, u, gates, h, h_stride, keep, cand, out, out_stride, out_c, out_c_stride, H,
+               HAS_XC: tl.constexpr, HAS_KEEP: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+    row = tl.program_id(0)
+    j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    m = j < H
+    pre = tl.load(x + row * x_stride + 2 * H + j, mask=m).to(tl.float32)
+    if HAS_XC:
+        pre += tl.load(xc + row * xc_stride + 2 * H + j, mask=m).to(tl.float32)
+    c = tanh(pre + tl.load(u + row * H + j, mask=m).to(tl.float32))
+    tl.store(cand + row * H + j, c, mask=m)
+    h_prev = tl.load(h + row * h_stride + j, mask=m).to(tl.float32)
+    step = (c - h_prev) * tl.load(gates + row * 2 * H + j, mask=m)
+    if HAS_KEEP:
+        step *= tl.load(keep + row).to(tl.float32)
+    new = h_prev + step
+    tl.store(out + row * out_stride + j, new, mask=m)
+    tl.store(out_c + row * out_c_stride + j, new.to(out_c.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def _gru_back_cand(base, m_, m_stride, extra, mq, mq_stride, gates, cand, keep, dh, dx, dx_c, H,
+                   HAS_EXTRA: tl.constexpr, HAS_MQ: tl.constexpr, HAS_KEEP: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+    row = tl.program_id(0)
+    j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    m = j < H
+    total = tl.load(base + row * H + j, mask=m) + tl.load(m_ + row * m_stride + j, mask=m).to(tl.float32)
+    if HAS_EXTRA:
+        total += tl.load(extra + row * H + j, mask=m).to(tl.float32)
+    if HAS_MQ:
+        total += tl.load(mq + row * mq_stride + j, mask=m).to(tl.float32)
+    tl.store(dh + row * H + j, total, mask=m)
+    dstep = total
+    if HAS_KEEP:
+        dstep *= tl.load(keep + row).to(tl.float32)
+    c = tl.load(cand + row * H + j, mask=m)
+    dxh = dstep * tl.load(gates + row * 2 * H + j, mask=m) * (1.0 - c * c)
+    tl.store(dx + row * 3 * H + 2 * H + j, dxh, mask=m)
+    tl.store(dx_c + row * 3 * H + 2 * H + j, dxh.to(dx_c.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def _gru_back_gates(dh, drh, gates, cand, h, h_stride, keep, dx, dx_c, dzr_c, dzr_stride, base, H, HAS_KEEP: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    m = j < H
+    total = tl.load(dh + row * H + j, mask=m)
+    dstep = total
+    if HAS_KEEP:
+        dstep *= tl.load(keep + row).to(tl.float32)
+    z = tl.load(gates + row * 2 * H + j, mask=m)
+    r = tl.load(gates + row * 2 * H + H + j, mask=m)
+    h_prev = tl.load(h + row * h_stride + j, mask=m).to(tl.float32)
+    d_rh = tl.load(drh + row * H + j, mask=m).to(tl.float32)
+    dz = dstep * (tl.load(cand + row * H + j, mask=m) - h_prev) * (1.0 - z) * z
+    dr = d_rh * h_prev * (1.0 - r) * r
+    tl.store(dx + row * 3 * H + j, dz, mask=m)
+    tl.store(dx + row * 3 * H + H + j, dr, mask=m)
+    tl.store(dx_c + row * 3 * H + j, dz.to(dx_c.dtype.element_ty), mask=m)
+    tl.store(dx_c + row * 3 * H + H + j, dr.to(dx_c.dtype.element_ty), mask=m)
+    tl.store(dzr_c + row * dzr_stride + j, dz.to(dzr_c.dtype.element_ty), mask=m)
+    tl.store(dzr_c + row * dzr_stride + H + j, dr.to(dzr_c.dtype.element_ty), mask=m)
+    tl.store(base + row * H + j, total + d_rh * r - dstep * z, mask=m)
+
+
+@triton.jit
+def _additive_attention(keys, q, q_stride, v, mask, ann, tanh_out, alpha, ctx, ctx_c, S, A, C,
+                        BLOCK_S: tl.constexpr, BLOCK_A: tl.constexpr, BLOCK_C: tl.constexpr):  # fmt: skip
+    b = tl.program_id(0)
+    s = tl.arange(0, BLOCK_S)
+    real = (s < S) & (tl.load(mask + b * S + s, mask=s < S, other=0) != 0)
+    energy = tl.zeros([BLOCK_S], dtype=tl.float32)
+    for a0 in range(0, A, BLOCK_A):
+        a = a0 + tl.arange(0, BLOCK_A)
+        inside = (s[:, None] < S) & (a[None, :] < A)
+        at = b * S * A + s[:, None] * A + a[None, :]
+        pre = tl.load(keys + at, mask=inside, other=0.0) + tl.load(q + b * q_stride + a, mask=a < A, other=0.0).to(tl.float32)[None, :]
+        t = tanh(pre)
+        tl.store(tanh_out + at, t, mask=inside)
+        energy += tl.sum(t * tl.load(v + a, mask=a < A, other=0.0)[None, :], axis=1)
+    weights = softmax(energy, real)
+    tl.store(alpha + b * S + s, weights, mask=s < S)
+    context(weights, b, s, S, C, ann, ctx, ctx_c, C, BLOCK_C)
+
+
+@triton.jit
+def _additive_attention_back(d_ctx, dcx, dcx_stride, d_alpha, ann, alpha, v, tanh_in, dc_out, de_out, d_keys, dq, dq_c, dq_c_stride, S, A, C,
+                             HAS_DCX: tl.constexpr, HAS_DALPHA: tl.constexpr,
+                             BLOCK_S: tl.constexpr, BLOCK_A: tl.constexpr, BLOCK_C: tl.constexpr):  # fmt: skip
+    b = tl.program_id(0)
+    s = tl.arange(0, BLOCK_S)
+    d_weights = context_back(b, s, S, C, d_ctx, C, dcx, dcx_stride, ann, dc_out, HAS_DCX, BLOCK_C)
+    if HAS_DALPHA:
+        d_weights += tl.load(d_alpha + b * S + s, mask=s < S, other=0.0).to(tl.float32)
+    de = softmax_back(tl.load(alpha + b * S + s, mask=s < S, other=0.0), d_weights)
+    tl.store(de_out + b * S + s, de, mask=s < S)
+    for a0 in range(0, A, BLOCK_A):
+        a = a0 + tl.arange(0, BLOCK_A)
+        inside = (s[:, None] < S) & (a[None, :] < A)
+        at = b * S * A + s[:, None] * A + a[None, :]
+        t = tl.load(tanh_in + at, mask=inside, other=0.0)
+        d_pre = de[:, None] * tl.load(v + a, mask=a < A, other=0.0)[None, :] * (1.0 - t * t)
+        tl.store(d_keys + at, tl.load(d_keys + at, mask=inside, other=0.0) + d_pre, mask=inside)
+        total = tl.sum(d_pre, axis=0)
+        tl.store(dq + b * A + a, total, mask=a < A)
+        tl.store(dq_c + b * dq_c_stride + a, total.to(dq_c.dtype.element_ty), mask=a < A)
+
+
+def gru_gates(x: Tensor, xc: Tensor | None, g: Tensor, h: Tensor, gates: Tensor, rh: Tensor, rh_c: Tensor) -> None:
+    rows, H = h.shape
+    _gru_gates[row_grid(rows, H)](x, x.stride(0), xc if xc is not None else x, xc.stride(0) if xc is not None else 0, g, g.stride(0),
+                               h, h.stride(0), gates, rh, rh_c, H, HAS_XC=xc is not None, BLOCK=BLOCK)  # fmt: skip
+
+
+def gru_state(x: Tensor, xc: Tensor | None, u: Tensor, gates: Tensor, h: Tensor, keep: Tensor | None, cand: Tensor, out: Tensor, out_c: Tensor) -> None:
+    rows, H = h.shape
+    _gru_state[row_grid(rows, H)](x, x.stride(0), xc if xc is not None else x, xc.stride(0) if xc is not None else 0, u, gates, h, h.stride(0),
+                               keep if keep is not None else h, cand, out, out.stride(0), out_c, out_c.stride(0), H,
+                               HAS_XC=xc is not None, HAS_KEEP=keep is not None, BLOCK=BLOCK)  # fmt: skip
+
+
+def gru_back_cand(base: Tensor, m: Tensor, extra: Tensor | None, mq: Tensor | None, gates: Tensor, cand: Tensor, keep: Tensor | None,
+                  dh: Tensor, dx: Tensor, dx_c: Tensor) -> None:  # fmt: skip
+    rows, H = base.shape
+    _gru_back_cand[row_grid(rows, H)](base, m, m.stride(0), extra if extra is not None else base, mq if mq is not None else m,
+                                   mq.stride(0) if mq is not None else 0, gates, cand, keep if keep is not None else base, dh, dx, dx_c, H,
+                                   HAS_EXTRA=extra is not None, HAS_MQ=mq is not None, HAS_KEEP=keep is not None, BLOCK=BLOCK)  # fmt: skip
+
+
+def gru_back_gates(dh: Tensor, drh: Tensor, gates: Tensor, cand: Tensor, h: Tensor, keep: Tensor | None, dx: Tensor, dx_c: Tensor, dzr_c: Tensor,
+                   base: Tensor) -> None:  # fmt: skip
+    rows, H = dh.shape
+    _gru_back_gates[row_grid(rows, H)](dh, drh, gates, cand, h, h.stride(0), keep if keep is not None else dh, dx, dx_c, dzr_c, dzr_c.stride(0), base, H,
+                                    HAS_KEEP=keep is not None, BLOCK=BLOCK)  # fmt: skip
+
+
+def additive_attention(keys: Tensor, q: Tensor, v: Tensor, mask: Tensor, ann: Tensor, tanh: Tensor, alpha: Tensor, ctx: Tensor, ctx_c: Tensor) -> None:
+    B, S, A = keys.shape
+    C = ann.shape[2]
+    columns = columns_block(S)
+    _additive_attention[(B,)](keys, q, q.stride(0), v, mask, ann, tanh, alpha, ctx, ctx_c, S, A, C,
+                              BLOCK_S=positions_block(S), BLOCK_A=columns, BLOCK_C=columns, num_warps=ATTENTION_WARPS)  # fmt: skip
+
+
+def additive_attention_back(d_ctx: Tensor, dcx: Tensor | None, d_alpha: Tensor | None, ann: Tensor, alpha: Tensor, v: Tensor, tanh: Tensor,
+                            dc: Tensor, de: Tensor, d_keys: Tensor, dq: Tensor, dq_c: Tensor) -> None:  # fmt: skip
+    B, S, A = tanh.shape
+    C = ann.shape[2]
+    _additive_attention_back[(B,)](d_ctx, dcx if dcx is not None else d_ctx, dcx.stride(0) if dcx is not None else 0,
+                                   d_alpha if d_alpha is not None else alpha, ann, alpha, v, tanh, dc, de, d_keys, dq, dq_c, dq_c.stride(0),
+                                   S, A, C, HAS_DCX=dcx is not None, HAS_DALPHA=d_alpha is not None,
+                                   BLOCK_S=positions_block(S), BLOCK_A=columns_block(S), BLOCK_C=columns_block(S), num_warps=ATTENTION_WARPS)  # fmt: skip
+
