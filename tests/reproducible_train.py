@@ -15,6 +15,8 @@ from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
+reproducible.install_kernels()  # as the command line does once torch has started
+
 import conftest  # noqa: E402
 from test_graphs import make_trainer  # noqa: E402
 

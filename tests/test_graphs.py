@@ -25,6 +25,7 @@ SYSTEMS = {
         "train": {"loss": "token_mean", "optimizer": {"name": "sgd", "lr": 0.5}},
     },
     "luong-no-feed": {"model": tiny_luong_config("global", "dot", feed_input=False), "train": {"clip_norm": 0.05}},
+    "luong-no-attention": {"model": tiny_luong_config("none", feed_input=False), "train": {"loss": "sentence_mean"}},
     "luong-global-concat-feed": {"model": tiny_luong_config("global", "concat"), "train": {"loss": "sentence_mean"}},
     "luong-global-location-feed": {"model": tiny_luong_config("global", "location"), "train": {"loss": "sentence_mean"}},
     "luong-local-m-dot-feed": {"model": tiny_luong_config("local-m", "dot", bias=True), "train": {"loss": "sentence_mean"}},

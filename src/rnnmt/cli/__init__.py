@@ -42,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         from rnnmt.runtime import set_threads
 
         set_threads(args.threads)
+        reproducible.install_kernels()  # torch has started now
         args.run(args)
     except UserError as exc:
         print(f"rnnmt {args.command}: error: {exc}", file=sys.stderr)
