@@ -281,7 +281,7 @@ class LuongDecoder(nn.Module):
         """Inverted-dropout multipliers (0 or 1/(1 − p)) while training with p > 0, else None."""
         if not self.training or p == 0:
             return None
-        return like.new_empty(shape).bernoulli_(1 - p).div_(1 - p)
+        return lstm.dropout_multipliers(shape, p, like)
 
     def _step(self, lstm_state: Tensor, words: Tensor, h_tilde: Tensor) -> State:
         """Consume words [N] (with h̃_{t−1}) from a batch-first state [N, 2, layers, H]."""

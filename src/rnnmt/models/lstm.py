@@ -103,6 +103,19 @@ def run(lstm: nn.LSTM, x: Tensor, mask: Tensor, state: State | None, clip: float
     return torch.stack(outputs, dim=1), state
 
 
+def dropout_multipliers(shape: tuple[int, ...], p: float, like: Tensor, dtype: torch.dtype | None = None) -> Tensor:
+    """Inverted-dropout multipliers (0 or 1/(1 − p)), drawn as nn.functional.dropout draws them on a CPU.
+
+    Both recurrences draw their masks here, so the kernel and fused loops see the same ones on every device
+    (on CUDA nn.functional.dropout runs its own fused kernel, whose draws differ from bernoulli_'s)."""
+    return like.new_empty(shape, dtype=dtype or like.dtype).bernoulli_(1 - p).div_(1 - p)
+
+
+def _between_layers(x: Tensor, hidden: int, p: float) -> Tensor:
+    """Multipliers for an upper layer's input [B, T, hidden], steps-first in memory as LSTMScan writes its outputs."""
+    return dropout_multipliers((x.shape[1], x.shape[0], hidden), p, x, torch.float32).transpose(0, 1)
+
+
 def scan(lstm: nn.LSTM, x: Tensor, mask: Tensor, clip: float | None, training: bool, kernels: bool = False) -> tuple[Tensor, State]:
     """What `run` computes from a zero state, layer by layer with recurrence.LSTMScan: each layer's input
     projection for all positions at once, then its recurrence (`kernels`: all layers in one loop,
@@ -111,20 +124,17 @@ def scan(lstm: nn.LSTM, x: Tensor, mask: Tensor, clip: float | None, training: b
     bias = [getattr(lstm, f"bias_ih_l{k}") + getattr(lstm, f"bias_hh_l{k}") if lstm.bias else None for k in range(layers)]
     if kernels:
         x1 = nn.functional.linear(x, lstm.weight_ih_l0, bias[0])
-        # The multipliers nn.functional.dropout draws for each upper layer's input, in its order and memory layout
-        # (LSTMScan's outputs are steps-first in memory), so that a CPU draws the same masks on both paths.
         drops = None
         if training and lstm.dropout > 0 and layers > 1:
-            shape, p = (x.shape[1], batch, H), lstm.dropout
-            drops = torch.stack([x1.new_empty(shape, dtype=torch.float32).bernoulli_(1 - p).div_(1 - p).transpose(0, 1) for _ in range(layers - 1)])
+            drops = torch.stack([_between_layers(x1, H, lstm.dropout) for _ in range(layers - 1)])
         upper = [w for k in range(1, layers) for w in (getattr(lstm, f"weight_ih_l{k}"), getattr(lstm, f"weight_hh_l{k}"), bias[k])]
         out, h, c = LSTMStackKernels.apply(x1, mask, clip, drops, lstm.weight_hh_l0, *upper)
         return out * mask.unsqueeze(-1), (h, c)
     zeros = x.new_zeros(batch, H, dtype=torch.promote_types(x.dtype, torch.float32))
     finals_h, finals_c = [], []
     for k in range(layers):
-        if k > 0:
-            x = nn.functional.dropout(x, lstm.dropout, training)
+        if k > 0 and training and lstm.dropout > 0:
+            x = x * _between_layers(x, H, lstm.dropout)
         projected = nn.functional.linear(x, getattr(lstm, f"weight_ih_l{k}"), bias[k])
         x, h, c = LSTMScan.apply(projected, zeros, zeros, mask, getattr(lstm, f"weight_hh_l{k}"), clip)
         finals_h.append(h)
