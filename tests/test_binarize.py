@@ -85,3 +85,43 @@ def test_load_rejects_other_files(tmp_path, content):
 def test_load_missing_file(tmp_path):
     with pytest.raises(UserError, match="does not exist"):
         ParallelData.load(tmp_path / "none.pt")
+
+
+# The peak resident memory of one binarization, in its own process: VmHWM, the high-water mark of the process's
+# own memory (getrusage's ru_maxrss would also count the memory of the test process it was forked from).
+_PEAK = """
+import re, sys
+from pathlib import Path
+from rnnmt.text.binarize import binarize
+from rnnmt.text.vocab import Vocab
+src, tgt, vocab, out = map(Path, sys.argv[1:])
+v = Vocab.load(vocab)
+binarize(src, tgt, v, v, out)
+print(re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1))
+"""
+
+
+def _write_corpus(path, pairs, words):
+    line = " ".join(words) + "\n"
+    path.write_text(line * pairs, encoding="utf-8")
+
+
+def test_binarize_memory_does_not_grow_with_the_corpus(tmp_path):
+    """Twice the pairs (2 x 4M ids more, 32 MB as int64 arrays) leave the peak RSS within 8 MB: ids go to disk as read."""
+    import subprocess
+    import sys
+
+    words = [f"w{i}" for i in range(20)]
+    vocab = build_shortlist([" ".join(words)], 100)
+    vocab.save(tmp_path / "vocab.json")
+    peaks = []
+    for pairs in (100_000, 200_000):
+        src, tgt = tmp_path / f"{pairs}.en", tmp_path / f"{pairs}.fr"
+        _write_corpus(src, pairs, words)
+        _write_corpus(tgt, pairs, words[::-1])
+        run = subprocess.run([sys.executable, "-c", _PEAK, str(src), str(tgt), str(tmp_path / "vocab.json"), str(tmp_path / f"{pairs}.pt")],
+                             capture_output=True, text=True, check=True)  # fmt: skip
+        peaks.append(int(run.stdout.split()[-1]) / 1024)
+        data = ParallelData.load(tmp_path / f"{pairs}.pt")
+        assert len(data) == pairs and data.tgt(pairs - 1).tolist() == vocab.encode(words[::-1])
+    assert peaks[1] - peaks[0] <= 8, f"peak RSS {peaks[0]:.0f} MB at 100,000 pairs, {peaks[1]:.0f} MB at 200,000"

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import shutil
+import struct
 import warnings
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +80,44 @@ def write(path: Path, obj: Any) -> None:
     # A Python file object, not a path: torch then reports a full disk as OSError(ENOSPC), not a bare RuntimeError.
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         torch.save(obj, f)
+
+
+def write_int64_files(path: Path, plain: dict[str, Any], raw: dict[str, Path]) -> None:
+    """torch.save `plain` joined by one 1-D int64 tensor per `raw` file (its native-endian bytes), atomically.
+
+    The tensors' bytes are copied from their files in chunks, never held in memory, so the memory this takes
+    does not grow with them: torch.save writes the archive with the tensors' space left empty (skip_data, over
+    tensors that are allocated but never touched), and the bytes go into their records in the zip file.
+    torch.load reads the result as any torch.save file (mmap or not)."""
+    sizes = {key: file.stat().st_size // 8 for key, file in raw.items()}
+    with atomic_path(path) as tmp:
+        with torch.serialization.skip_data(), open(tmp, "wb") as f:
+            torch.save({**plain, **{key: torch.empty(size, dtype=torch.int64) for key, size in sizes.items()}}, f)
+        starts = _record_starts(tmp, [8 * size for size in sizes.values()])
+        with open(tmp, "r+b") as out:
+            for file, start in zip(raw.values(), starts, strict=True):
+                out.seek(start)
+                with open(file, "rb") as src:
+                    shutil.copyfileobj(src, out, 1 << 22)
+
+
+def _record_starts(path: Path, nbytes: list[int]) -> list[int]:
+    """Where the bytes of storage records data/0, data/1, ... begin in a torch.save zip file.
+
+    torch.save numbers storages in the order it pickles them (a dict's in insertion order); each record's size
+    is checked against the tensor meant for it."""
+    with zipfile.ZipFile(path) as archive:
+        records = {info.filename.split("/", 1)[1]: info for info in archive.infolist()}
+    starts = []
+    with open(path, "rb") as f:
+        for key, size in enumerate(nbytes):
+            info = records[f"data/{key}"]
+            if info.file_size != size:
+                raise RuntimeError(f"{path}: storage record data/{key} holds {info.file_size} bytes where {size} were expected.")
+            f.seek(info.header_offset + 26)
+            name_length, extra_length = struct.unpack("<HH", f.read(4))
+            starts.append(info.header_offset + 30 + name_length + extra_length)
+    return starts
 
 
 def save(path: Path, fmt: str, content: dict[str, Any]) -> None:

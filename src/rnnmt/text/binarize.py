@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from array import array
 from collections.abc import Sequence
 from pathlib import Path
@@ -116,23 +117,27 @@ def _valid_tensors(data: dict) -> bool:
     )
 
 
-def _as_tensor(values: array) -> torch.Tensor:
-    # frombuffer shares the array's memory instead of building a Python list; it rejects empty buffers.
-    return torch.frombuffer(values, dtype=torch.int64) if values else torch.zeros(0, dtype=torch.int64)
+_CHUNK = 1 << 20  # ids buffered before they go to disk: bounded memory whatever the corpus size
 
 
-def _encode_side(
-    path: Path, vocab: Vocab, segmenter: BpeSegmenter | None
-) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Encode one side of the corpus; return flat ids, offsets and the number of UNKs."""
-    ids, offsets, unk = array("q"), array("q", [0]), 0
-    for line in iter_lines(path):
-        tokens = line.split()
-        encoded = vocab.encode(segmenter.segment(tokens) if segmenter else tokens)
-        unk += encoded.count(Vocab.UNK)
-        ids.extend(encoded)
-        offsets.append(len(ids))
-    return _as_tensor(ids), _as_tensor(offsets), unk
+def _encode_side(path: Path, vocab: Vocab, segmenter: BpeSegmenter | None, ids_file: Path, offsets_file: Path) -> tuple[int, int]:
+    """Encode one side of the corpus into raw int64 files of ids and offsets; return the number of ids and UNKs."""
+    ids, offsets, total, unk = array("q"), array("q", [0]), 0, 0
+    with open(ids_file, "wb") as ids_out, open(offsets_file, "wb") as offsets_out:
+        for line in iter_lines(path):
+            tokens = line.split()
+            encoded = vocab.encode(segmenter.segment(tokens) if segmenter else tokens)
+            unk += encoded.count(Vocab.UNK)
+            ids.extend(encoded)
+            total += len(encoded)
+            offsets.append(total)
+            if len(ids) >= _CHUNK or len(offsets) >= _CHUNK:
+                ids.tofile(ids_out)
+                offsets.tofile(offsets_out)
+                ids, offsets = array("q"), array("q")
+        ids.tofile(ids_out)
+        offsets.tofile(offsets_out)
+    return total, unk
 
 
 def binarize(
@@ -148,22 +153,26 @@ def binarize(
     """Encode whitespace-tokenized parallel files into one torch file (no EOS stored); return stats.
 
     Line i of the inputs becomes sentence i, empty lines included, so test sets stay aligned
-    with their references.
+    with their references. The ids go to disk as they are encoded (scratch files beside `out_path`), so the
+    memory this takes does not grow with the corpus.
     """
     n = check_parallel(src_tok, tgt_tok)
-    src_ids, src_offsets, src_unk = _encode_side(src_tok, src_vocab, src_segmenter)
-    tgt_ids, tgt_offsets, tgt_unk = _encode_side(tgt_tok, tgt_vocab, tgt_segmenter)
     meta = {
         "src_vocab_size": len(src_vocab),
         "tgt_vocab_size": len(tgt_vocab),
         "src_sha256": sha256_file(src_tok),
         "tgt_sha256": sha256_file(tgt_tok),
     }
-    ParallelData(src_ids, src_offsets, tgt_ids, tgt_offsets, meta).save(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_path.parent, prefix=f".{out_path.name}.") as scratch:
+        raw = {key: Path(scratch, key) for key in _TENSORS}
+        src_tokens, src_unk = _encode_side(src_tok, src_vocab, src_segmenter, raw["src_ids"], raw["src_offsets"])
+        tgt_tokens, tgt_unk = _encode_side(tgt_tok, tgt_vocab, tgt_segmenter, raw["tgt_ids"], raw["tgt_offsets"])
+        tensorfile.write_int64_files(out_path, {"format": _FORMAT, **meta}, raw)
     return {
         "pairs": n,
-        "src_tokens": len(src_ids),
-        "tgt_tokens": len(tgt_ids),
+        "src_tokens": src_tokens,
+        "tgt_tokens": tgt_tokens,
         "src_unk": src_unk,
         "tgt_unk": tgt_unk,
         **meta,
