@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rnnmt.data.corpus import mismatch_error
+from rnnmt.data.corpus import count_lines, mismatch_error
 from rnnmt.errors import UserError
 from rnnmt.fileio import atomic_path, iter_lines, read_json, read_lines, write_lines
 from rnnmt.select.ngram import Encoder, NgramLM, build_vocab
@@ -28,13 +28,19 @@ _BITS_PER_LOG10 = math.log2(10)
 
 
 def line_offsets(path: Path, shards: int) -> tuple[int, list[int]]:
-    """(line count, byte offsets of shards+1 boundaries) for `shards` shards of equal line counts."""
-    starts = [0]
+    """(line count, byte offsets of shards+1 boundaries) for `shards` shards of equal line counts.
+
+    Two passes (count, then find the boundaries) keep only the boundaries in memory, whatever the pool's size."""
+    n = count_lines(path)
+    wanted = [k * n // shards for k in range(shards + 1)]
+    offsets, position, k = [], 0, 0
     with open(path, "rb") as f:
-        for line in f:
-            starts.append(starts[-1] + len(line))
-    n = len(starts) - 1
-    return n, [starts[k * n // shards] for k in range(shards + 1)]
+        for number, line in enumerate(f):
+            while k <= shards and wanted[k] == number:
+                offsets.append(position)
+                k += 1
+            position += len(line)
+    return n, offsets + [position] * (shards + 1 - len(offsets))
 
 
 def read_range(path: Path, start: int, end: int) -> list[str]:
@@ -294,7 +300,7 @@ def corpus_ranges(pool_report: dict, corpora: Sequence[str]) -> np.ndarray:
     counts = [entry["pairs_out"] for entry in pool_report["inputs"]]
     if len(counts) != len(corpora):
         raise UserError(f"the pool was assembled from {len(counts)} corpora but {len(corpora)} names were given ({', '.join(corpora)}).")
-    return np.repeat(np.arange(len(corpora)), counts)
+    return np.repeat(np.arange(len(corpora), dtype=np.int16), counts)
 
 
 def rank_report(
