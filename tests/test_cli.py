@@ -86,8 +86,8 @@ def test_sigterm_to_a_training_process_checkpoints_and_the_rerun_resumes(tiny_co
     log = tmp_path / "train.log"
     with open(log, "w") as f:
         proc = subprocess.Popen(args, stderr=f)
-        deadline = time.monotonic() + 60
-        while "update 3/" not in log.read_text() and time.monotonic() < deadline:
+        deadline = time.monotonic() + 900  # a guard against a hang, not a schedule
+        while "update 3/" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 143

@@ -40,7 +40,7 @@ def parameters(model_file: Path) -> dict[str, torch.Tensor]:
     return dict(load_model(model_file, torch.device("cpu")).model.state_dict())
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_sigkill_of_the_whole_workflow_then_unlock_and_rerun_gives_the_same_parameters(tmp_path: Path):
     target = f"{TRAINED}/model.pt"
     run = subprocess.Popen(snakemake_command(tmp_path, "--cores", "2", target), start_new_session=True, stdout=subprocess.DEVNULL,

@@ -9,7 +9,6 @@ import stat
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -79,10 +78,9 @@ def test_a_killed_holder_releases_its_gpu(tmp_path: Path):
     holder.send_signal(signal.SIGKILL)
     holder.wait(timeout=30)
     messages: list[str] = []
-    start = time.monotonic()
     took = gpu_lock.claim(["0"], tmp_path, poll_s=0.05, log=messages.append)
-    assert took.index == 0 and time.monotonic() - start < 5
-    assert not any("waiting" in m for m in messages)
+    assert took.index == 0
+    assert not any("waiting" in m for m in messages)  # taken at once: the kernel released the dead holder's lock
 
 
 def test_pick_device_spreads_jobs_over_visible_gpus(tmp_path: Path, monkeypatch):

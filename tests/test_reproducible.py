@@ -68,7 +68,7 @@ def test_without_the_mode_the_emulated_cpus_train_apart():
     assert trained_hash({}, mode=False) != trained_hash(AVX2_ONLY, mode=False)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_reproducible_mode_trains_the_same_parameters_on_intel_and_amd_cpus(qemu):
     """Natively and under QEMU as two AMD EPYC generations and an Intel Haswell: one hash (each emulated run takes
     about half a minute)."""
@@ -76,7 +76,7 @@ def test_reproducible_mode_trains_the_same_parameters_on_intel_and_amd_cpus(qemu
     assert len(set(hashes.values())) == 1, hashes
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_without_the_mode_intel_and_amd_train_apart(qemu):
     """The same two trainings without the mode, as an Intel and as an AMD CPU: MKL's vendor-specific kernels show."""
     assert trained_hash({}, mode=False, emulator=[qemu, "-cpu", "Haswell-v4"]) != trained_hash({}, mode=False, emulator=[qemu, "-cpu", "EPYC-Rome-v2"])

@@ -12,7 +12,10 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,7 @@ from rnnmt.models.artifact import load_model
 from test_workflow import ROOT, SNAKEMAKE
 
 pytest.importorskip("snakemake_executor_plugin_slurm", reason="the Slurm executor plugin is in the test extra")
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.integration
 
 CLUSTER = ROOT / "tests" / "slurm" / "cluster.sh"
 PROFILE = ROOT / "workflow" / "profiles" / "slurm" / "config.yaml"
@@ -68,10 +71,12 @@ def slurm_profile(directory: Path, **train) -> Path:
     `train` replaces resources of the train rule (runtime, slurm_extra)."""
     profile = yaml.safe_load(PROFILE.read_text())
     profile["default-resources"].update(slurm_account="rnnmt", slurm_partition="cpu", mem_mb=500, runtime="10m")
-    for rule, resources in profile["set-resources"].items():
-        assert resources["slurm_partition"] == "CHANGE_ME_GPU_PARTITION", rule
+    for resources in profile["set-resources"].values():
         # One CPU per GPU job so that two run at once on the node's two CPUs; the profile's memory would not fit.
-        resources.update(slurm_partition="gpu", cpus_per_gpu=1, mem_mb=1000)
+        if resources.get("slurm_partition") == "CHANGE_ME_GPU_PARTITION":
+            resources.update(slurm_partition="gpu", cpus_per_gpu=1, mem_mb=1000)
+        else:
+            resources.update(mem_mb=500)
     profile["set-resources"]["train"].update(train)
     # One torch thread per job, as in the local reference run: the tables are compared bit for bit.
     profile["set-threads"] = {"train": 1, "translate": 1, "tokenize": 2}
@@ -209,29 +214,64 @@ def finished_trainings(log: str) -> set[str]:
     return {model for model, jobid in outputs.items() if jobid in done}
 
 
+def held_jobs(workdir: Path) -> list[str]:
+    """The jobs from `workdir` that wait for a release (submitted with --hold), oldest first."""
+    return [job["JobId"] for job in slurm_jobs(workdir) if job["JobState"] == "PENDING" and job["Reason"].startswith("JobHeld")]
+
+
+def wait_for(condition: Callable[[], object], what: str, guard: float = 1800) -> None:
+    """Poll until `condition` holds. `guard` only ends a test that would otherwise hang; nothing here is timed."""
+    give_up = time.monotonic() + guard
+    while not condition():
+        assert time.monotonic() < give_up, f"still waiting for {what} after {guard:.0f} s"
+        time.sleep(0.2)
+
+
+@contextmanager
+def releasing_held_jobs(workdir: Path) -> Iterator[None]:
+    """Release every held job from `workdir` as it appears, for as long as the block runs."""
+    stop = threading.Event()
+
+    def release() -> None:
+        while not stop.wait(0.5):
+            if held := held_jobs(workdir):
+                subprocess.run(["scontrol", "release", *held], capture_output=True)
+
+    releaser = threading.Thread(target=release, daemon=True)
+    releaser.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        releaser.join()
+
+
 def test_a_killed_snakemake_then_scancel_unlock_and_the_same_command_finishes_the_run(cluster, local_run, tmp_path):
-    """The table's four trainings on two GPUs: Snakemake is killed once it has seen one finish, others queued."""
+    """The table's four trainings, submitted held: one is released, and once Snakemake has seen it finish it is
+    killed with the other three still queued (a state, whatever the machine's load). The same command then
+    finishes the run, its held jobs released as they come."""
     workdir = preprocessed_copy(local_run, tmp_path / "work")
-    cmd = command(workdir, *MODELS, profile=slurm_profile(tmp_path / "profile"))
+    shipped = yaml.safe_load(PROFILE.read_text())["set-resources"]["train"]["slurm_extra"]
+    cmd = command(workdir, *MODELS, profile=slurm_profile(tmp_path / "profile", slurm_extra=shipped[:-1] + " --hold'"))
     log = tmp_path / "killed.log"
     with log.open("w") as out:
         submitter = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 300
-    while not finished_trainings(log.read_text()) and submitter.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_for(lambda: held_jobs(workdir) or submitter.poll() is not None, "a held training job")
+    subprocess.run(["scontrol", "release", held_jobs(workdir)[0]], check=True)
+    wait_for(lambda: finished_trainings(log.read_text()) or submitter.poll() is not None, "Snakemake to see the released training finish")
     os.killpg(submitter.pid, signal.SIGKILL)  # the login node's snakemake dies; its Slurm jobs do not
     submitter.wait(timeout=60)
-    # A job that ended after Snakemake's last status check is still incomplete to it and reruns: not counted here.
     finished = {model: (workdir / model).stat().st_mtime_ns for model in finished_trainings(log.read_text())}
     alive = [job["JobId"] for job in slurm_jobs(workdir) if job["JobState"] in ("PENDING", "RUNNING")]
-    assert finished and alive, f"kill the run between its first and its last training (finished: {finished}, queued: {alive})"
+    assert len(finished) == 1 and len(alive) == 3, f"expected one training finished and three queued (finished: {finished}, queued: {alive})"
 
     # The README's steps: scancel the dead run's jobs, unlock, the same command again.
     subprocess.run(["scancel", *alive], check=True)
     locked = run(cmd)
     assert locked.returncode != 0 and "cannot be locked" in locked.stderr, locked.stderr[-3000:]
     assert run([*cmd, "--unlock"]).returncode == 0
-    again = run(cmd)
+    with releasing_held_jobs(workdir):
+        again = run(cmd)
     assert again.returncode == 0, again.stderr[-3000:]
     # What had finished was not redone, and every model is the local run's, bit for bit.
     assert {model: (workdir / model).stat().st_mtime_ns for model in finished} == finished

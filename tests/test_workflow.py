@@ -59,7 +59,7 @@ def test_a_yaml_syntax_error_in_config_yaml_names_file_and_line(tmp_path):
     assert f"(while parsing a flow sequence at line {line})" in run.stderr and "Traceback" not in run.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_tiny_end_to_end_then_nothing_to_do(tmp_path):
     args = ("--cores", "2", "--directory", str(tmp_path), "--configfile", str(ROOT / "tests" / "config" / "tiny.yaml"))
     run = snakemake(*args)
@@ -205,6 +205,7 @@ def test_a_new_scale_that_inherits_sample_plans_the_sample_run_with_its_change(t
     assert '"hidden": 768' in show.stdout and '"layers": 2' in show.stdout  # mid's change over sample's Luong sizes
 
 
+@pytest.mark.integration
 def test_tiny_two_seeds_train_apart_and_tables_claims_show_the_spread(tmp_path):
     """Issue 15: with seeds [1, 2] each system trains twice; tables show mean ± sd, claims the two-level bootstrap."""
     override = tmp_path / "seeds.yaml"
