@@ -1,5 +1,6 @@
 """The README and docs/ link to each other by relative paths: every such link must reach a file, and a
-link to a heading (#anchor) must name one that file has."""
+link to a heading (#anchor) must name one that file has. Figures the docs state about the workflow's files agree
+with those files."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -39,3 +41,13 @@ def test_the_link_checker_sees_links_and_headings(tmp_path):
     doc.write_text("# Running on a GPU\n[x](b.md#when-something-goes-wrong) [y](https://example.org) [z](#running-on-a-gpu)\n")
     assert relative_links(doc) == ["b.md#when-something-goes-wrong", "#running-on-a-gpu"]
     assert anchors(doc) == {"running-on-a-gpu"}
+
+
+def test_the_memory_table_and_the_slurm_profile_ask_the_same_memory():
+    """docs/paper-scale.md's measured memory per data rule is what the Slurm profile requests."""
+    text = (ROOT / "docs" / "paper-scale.md").read_text(encoding="utf-8")
+    section = text[text.index("## Memory") : text.index("## GPU time per training job")]
+    rows = re.findall(r"^\| `rnnmt [a-z-]+` \(`(\w+)`\) \|.*\| `([^`]+)` \|$", section, re.MULTILINE)
+    resources = yaml.safe_load((ROOT / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())["set-resources"]
+    assert len(rows) == 5
+    assert {rule: str(resources[rule]["mem_mb"]) for rule, _ in rows} == dict(rows)
