@@ -125,3 +125,17 @@ def test_binarize_memory_does_not_grow_with_the_corpus(tmp_path):
         data = ParallelData.load(tmp_path / f"{pairs}.pt")
         assert len(data) == pairs and data.tgt(pairs - 1).tolist() == vocab.encode(words[::-1])
     assert peaks[1] - peaks[0] <= 8, f"peak RSS {peaks[0]:.0f} MB at 100,000 pairs, {peaks[1]:.0f} MB at 200,000"
+
+
+def test_binarize_writes_what_the_in_memory_writer_writes(tmp_path, corpus):
+    """The streamed file and one saved from tensors in memory (how binarize wrote before) read back alike."""
+    src, tgt, sv, tv = corpus
+    binarize(src, tgt, sv, tv, tmp_path / "streamed.pt")
+    streamed = ParallelData.load(tmp_path / "streamed.pt")
+    ParallelData(streamed.src_ids.clone(), streamed.src_offsets.clone(), streamed.tgt_ids.clone(), streamed.tgt_offsets.clone(),
+                 dict(streamed.meta)).save(tmp_path / "in_memory.pt")  # fmt: skip
+    saved = ParallelData.load(tmp_path / "in_memory.pt")
+    for key in ("src_ids", "src_offsets", "tgt_ids", "tgt_offsets"):
+        assert torch.equal(getattr(saved, key), getattr(streamed, key)), key
+    assert saved.meta == streamed.meta
+    assert torch.load(tmp_path / "streamed.pt", weights_only=True)["src_ids"].tolist() == streamed.src_ids.tolist()  # without mmap too
