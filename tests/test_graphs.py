@@ -19,6 +19,7 @@ from test_training import HOST_READS
 SYSTEMS = {
     "rnnsearch": {"model": tiny_model_config()},
     "rnnencdec": {"model": tiny_model_config(encoder="gru", attention="none"), "train": {"clip_norm": 0.05}},
+    "rnnsearch-adadelta": {"model": tiny_model_config(), "train": {"optimizer": {"name": "adadelta"}, "clip_norm": 0.05}},
     "luong-global-feed": {"model": tiny_luong_config(), "train": {"loss": "sentence_mean"}},
     "luong-local-p-clipped": {
         "model": tiny_luong_config("local-p", "general", bias=True, state_clip=50.0),

@@ -84,10 +84,15 @@ def test_luong_feed_loop_gradients_with_dropout_and_clipping():
     assert gradcheck(loop, [t for t in leaves if t is not None], atol=1e-6)
 
 
-@pytest.mark.parametrize("block_rows", [None, 2])
+@pytest.mark.parametrize("block_rows, row_bytes, stage", [(None, None, False), (2, None, False), (None, 32, False), (None, None, True), (2, 32, True)])
 @pytest.mark.parametrize("bias", [True, False])
-def test_output_nll_is_cross_entropy_with_its_gradient(bias, block_rows, monkeypatch):
-    """Whole, and in blocks of 2 rows (the last one short), as the forward pass takes them on a CPU."""
+def test_output_nll_is_cross_entropy_with_its_gradient(bias, block_rows, row_bytes, stage, monkeypatch):
+    """Whole, and in blocks of 2 rows (the last one short), as the forward pass takes them on a CPU; with rows that
+    start every 12 values (a GPU's 16-byte rows); through the softmax stage (the `kernels` path)."""
+    workspace = Workspace()
+    workspace.kernels = stage
+    if row_bytes:
+        workspace.row_bytes = {"cpu": row_bytes}
     if block_rows:
         monkeypatch.setattr(nll, "CACHE_FLOATS", 11 * block_rows)
     torch.manual_seed(0)
@@ -96,8 +101,9 @@ def test_output_nll_is_cross_entropy_with_its_gradient(bias, block_rows, monkeyp
     target = torch.randint(0, 11, (7,))
     logits = h @ weight.t() + (b if bias else 0)
     reference = torch.nn.functional.cross_entropy(logits, target, reduction="none")
-    got = OutputNLL.apply(h, weight, b, target, Workspace())
+    got = OutputNLL.apply(h, weight, b, target, workspace)
     assert torch.allclose(got, reference, atol=1e-12)
+    assert workspace.buffer.numel() == 7 * (12 if row_bytes else 11)
     upstream = torch.rand(7, dtype=F64)
     params = [h, weight, *([b] if bias else [])]
     expected = torch.autograd.grad(reference, params, upstream)

@@ -20,7 +20,7 @@ from rnnmt.text.vocab import Vocab
 from rnnmt.train import checkpoint
 from rnnmt.train.batching import BatchStream, SourceFormat, length_filter
 from rnnmt.train.loop import STOP_SIGNALS, Trainer, TrainingInterrupted, _loss
-from rnnmt.train.optim import clip_gradients, learning_rate
+from rnnmt.train.optim import build_optimizer, clip_gradients, kernel_step, learning_rate
 from rnnmt.train.run import job_deadline
 
 from conftest import corrupt_bytes, tiny_system
@@ -299,6 +299,35 @@ def test_clipping_on_the_device_is_the_branching_rule_exactly(grads):
         clip_gradients(params, 1.0, on_device=on_device)
         results.append([p.grad.tolist() for p in params])
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("optimizer", [{"name": "adadelta"}, {"name": "sgd", "lr": 0.5}])
+@pytest.mark.parametrize("grads", [[[0.3, -0.4], [0.1, 0.2]], [[30.0, -40.0], [1.0, 2.0]], [[float("nan"), 1.0], [1.0, 2.0]], [[float("inf"), 1.0], [1.0, 2.0]]])
+def test_the_kernel_step_is_clipping_then_torchs_optimiser(optimizer, grads):
+    """The `kernels` path's one stage per parameter (its reference on a CPU): three updates as clip_gradients and
+    torch's Adadelta / SGD make them, within float32 rounding, and the optimiser state torch's own would hold."""
+    runs = []
+    for kernels in (False, True):
+        params = [torch.nn.Parameter(torch.tensor([1.5, -2.0])), torch.nn.Parameter(torch.tensor([0.25, 4.0]))]
+        opt = build_optimizer(params, optimizer)
+        for update in range(3):
+            for p, g in zip(params, grads):
+                p.grad = torch.tensor(g) * (update + 1)
+            if kernels:
+                kernel_step(opt, params, 1.0)
+            else:
+                clip_gradients(params, 1.0, on_device=True)
+                opt.step()
+        runs.append((params, opt.state_dict()))
+    (torch_params, torch_state), (kernel_params, kernel_state) = runs
+    for a, b in zip(torch_params, kernel_params):
+        assert torch.allclose(a, b, rtol=1e-6, atol=0)
+    assert kernel_state["state"].keys() == torch_state["state"].keys()
+    for key, state in torch_state["state"].items():
+        assert state.keys() == kernel_state["state"][key].keys()
+        for name, value in state.items():
+            assert torch.allclose(value, kernel_state["state"][key][name], rtol=1e-6, atol=0), name
+    build_optimizer(kernel_params, optimizer).load_state_dict(kernel_state)  # a checkpoint resumes on either path
 
 
 HOST_READS = ("aten::nonzero", "aten::_local_scalar_dense", "aten::item", "aten::is_nonzero")

@@ -25,7 +25,7 @@ from rnnmt.train.defaults import TRAIN_DEFAULTS
 from rnnmt.train.distributed import World
 from rnnmt.train.graphs import StaticUpdate
 from rnnmt.train.nll import SentenceNLL
-from rnnmt.train.optim import build_optimizer, clip_gradients, learning_rate
+from rnnmt.train.optim import KERNEL_STEPS, build_optimizer, clip_gradients, kernel_step, learning_rate
 
 
 # train.precision (as device_choices resolves it): the dtype matrix products run in during training
@@ -163,10 +163,13 @@ class Trainer:
         self.params = list(self.model.parameters())
         distributed.start(world, device, self.cfg["batch_size"])
         # DDP averages the processes' gradients during backward (see distributed.py for the loss scaling).
-        self.objective = DistributedDataParallel(SentenceNLL(self.model)) if world.parallel else SentenceNLL(self.model)
+        kernels = self.choices["recurrence"].value == "kernels"
+        objective = SentenceNLL(self.model, kernels=kernels)
+        self.objective = DistributedDataParallel(objective) if world.parallel else objective
         # Luong's gradient norm leaves out the embeddings ("historical reason", §4.5); all are rescaled.
         self.norm_params = [p for name, p in self.model.named_parameters() if self.cfg["clip_embeddings"] or ".embed." not in name]
         self.optimizer = build_optimizer(self.params, self.cfg["optimizer"])
+        self.kernel_step = kernels and self.cfg["optimizer"]["name"] in KERNEL_STEPS
         self.static = self._static_update(len(tgt_vocab))
         self.source = SourceFormat.of(system["model"])
         self.stream = BatchStream(
@@ -246,8 +249,11 @@ class Trainer:
                 per_sentence = sentence_nll(self.objective, distributed.shard(batch, self.world).to(self.device))
             self.optimizer.zero_grad(set_to_none=True)
             (_loss(per_sentence, batch, self.cfg["loss"]) * self.world.size).backward()
-        clip_gradients(self.params, self.cfg["clip_norm"], self.norm_params, on_device=self.clip_on_device)
-        self.optimizer.step()
+        if self.kernel_step:
+            kernel_step(self.optimizer, self.norm_params, self.cfg["clip_norm"])
+        else:
+            clip_gradients(self.params, self.cfg["clip_norm"], self.norm_params, on_device=self.clip_on_device)
+            self.optimizer.step()
         return per_sentence.detach().sum().double(), len(batch.indices), batch.target_tokens  # summed as the host would
 
     def synchronize(self) -> None:

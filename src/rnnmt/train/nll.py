@@ -16,6 +16,7 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+from rnnmt.models.kernels import stages
 from rnnmt.models.recurrence import explicit_precision
 
 
@@ -33,18 +34,29 @@ class Workspace:
         # On a CPU the softmax goes through cache-sized blocks of rows; off, it takes all rows at once, as on
         # a GPU (bench.kernels_per_update counts a GPU's kernels on a CPU so).
         self.blocked = True
+        self.kernels = False  # the softmax as one stage (stages.output_softmax), else as torch operations
+        self.row_bytes = dict(ROW_BYTES)
 
     def reserve(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> None:
         """Allocate for the largest batch now and never again: captured CUDA graphs keep its address."""
-        self.buffer, self.fixed = torch.empty(rows * cols, dtype=dtype, device=device), True
+        self.buffer, self.fixed = torch.empty(rows * self.row_stride(cols, dtype, device), dtype=dtype, device=device), True
 
     def take(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> Tensor:
-        size = rows * cols
+        """A [rows, cols] view of the buffer, each row starting at `row_stride`."""
+        stride = self.row_stride(cols, dtype, device)
+        size = rows * stride
         if self.buffer is None or self.buffer.numel() < size or self.buffer.dtype != dtype or self.buffer.device != device:
             if self.fixed:
                 raise RuntimeError(f"the reserved softmax buffer holds {self.buffer.numel():,} {self.buffer.dtype} values; {size:,} {dtype} were asked for")
             self.buffer = torch.empty(size, dtype=dtype, device=device)
-        return self.buffer[:size].view(rows, cols)
+        return self.buffer[:size].view(rows, stride)[:, :cols]
+
+    def row_stride(self, cols: int, dtype: torch.dtype, device: torch.device) -> int:
+        """Values from a row's start to the next's: on a GPU a multiple of 16 bytes. cuBLAS's Hopper kernels need
+        every row of a matrix to start so; a row of 50,004 bfloat16 logits (Luong's vocabulary) sends the output
+        layer's three products to older kernels (cutlass_80 …_align2) that took ~5 ms an update on an H100."""
+        multiple = max(1, self.row_bytes.get(device.type, 1) // dtype.itemsize)
+        return -(-cols // multiple) * multiple
 
 
 class OutputNLL(torch.autograd.Function):
@@ -64,23 +76,12 @@ class OutputNLL(torch.autograd.Function):
         N, V = h.shape[0], weight.shape[0]
         delta = workspace.take(N, V, p.compute, h.device)
         torch.mm(h.to(p.compute), p.weight(weight.t()), out=delta)  # the logits, until each block becomes P − Y
-        b = bias.to(p.acc) if bias is not None else None
         nll = torch.empty(N, dtype=p.acc, device=h.device)
+        softmax = stages.output_softmax if workspace.kernels else stages.output_softmax.__wrapped__
         step = max(1, CACHE_FLOATS // V) if workspace.blocked and h.device.type == "cpu" else N
         for start in range(0, N, step):
             rows = slice(start, min(N, start + step))
-            block = delta[rows]
-            logits = block.to(p.acc)  # a copy under autocast, else the block itself
-            if b is not None:
-                logits.add_(b)
-            top = logits.amax(dim=1)
-            picked = logits.gather(1, target[rows].unsqueeze(1)).squeeze(1)
-            logits.sub_(top.unsqueeze(1)).exp_()  # unnormalised softmax
-            total = logits.sum(dim=1)
-            torch.log(total, out=nll[rows]).add_(top).sub_(picked)
-            logits.div_(total.unsqueeze(1)).scatter_add_(1, target[rows].unsqueeze(1), logits.new_full((rows.stop - start, 1), -1.0))
-            if logits is not block:
-                block.copy_(logits)
+            softmax(delta[rows], bias, target[rows], nll[rows])
         ctx.has_bias = bias is not None
         ctx.save_for_backward(h, weight, delta)
         return nll
@@ -99,6 +100,10 @@ class OutputNLL(torch.autograd.Function):
 # Logits per block of rows in OutputNLL's forward pass on a CPU: 1 MiB of float32, within a core's L2 cache
 # (38 rows of a 6.7k vocabulary; 36–256 rows measured, docs/performance.md).
 CACHE_FLOATS = 2**18
+
+
+# Where each row of the logits starts, in bytes, by device type (Workspace.row_stride).
+ROW_BYTES = {"cuda": 16}
 
 
 # Under autocast the rows go to the output layer in multiples of this: oneDNN compiles a bfloat16 matrix
@@ -127,10 +132,12 @@ def masked_output_nll(hidden: Tensor, layer: nn.Linear, tgt: Tensor, tgt_mask: T
 class SentenceNLL(nn.Module):
     """A model's training objective as a module (what DistributedDataParallel wraps): NLL per sentence."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, kernels: bool = False) -> None:
+        """`kernels`: the softmax as one stage (the `kernels` recurrence's; models/kernels/stages.py)."""
         super().__init__()
         self.model = model
         self.workspace = Workspace()
+        self.workspace.kernels = kernels
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor, tgt_mask: Tensor, token_rows: Tensor | None = None) -> Tensor:
         """`token_rows` (Batch.token_rows): only the real target tokens' logits are computed; None: every

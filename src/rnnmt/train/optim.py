@@ -9,6 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from rnnmt.errors import UserError
+from rnnmt.models.kernels import stages
 
 
 def build_optimizer(params: Iterable[nn.Parameter], cfg: dict[str, Any]) -> torch.optim.Optimizer:
@@ -38,6 +39,11 @@ def learning_rate(optimizer: dict[str, Any], decay: dict[str, Any] | None, epoch
     return lr * decay["factor"] ** max(0, epoch + 1 - decay["after_epoch"])
 
 
+def global_norm(grads: list[Tensor]) -> Tensor:
+    """The L2 norm of all `grads` together."""
+    return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+
+
 def clip_gradients(
     params: list[nn.Parameter], max_norm: float, norm_params: list[nn.Parameter] | None = None, *, on_device: bool = False
 ) -> Tensor:
@@ -52,7 +58,7 @@ def clip_gradients(
     with_grad = [p for p in params if p.grad is not None]
     grads = [p.grad for p in with_grad]
     measured = [p.grad for p in (params if norm_params is None else norm_params) if p.grad is not None]
-    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(measured)))
+    norm = global_norm(measured)
     if on_device:
         finite = torch.isfinite(norm)
         torch._foreach_mul_(grads, torch.where(norm >= max_norm, max_norm / norm, torch.ones_like(norm)))
@@ -65,4 +71,29 @@ def clip_gradients(
     elif norm >= max_norm:
         for g in grads:
             g.mul_(max_norm / norm)
+    return norm
+
+
+# The optimisers whose clipped step runs as one stage per parameter (models/kernels/stages.py).
+KERNEL_STEPS = ("adadelta", "sgd")
+
+
+def kernel_step(optimizer: torch.optim.Optimizer, norm_params: list[nn.Parameter], max_norm: float) -> Tensor:
+    """`clip_gradients(on_device=True)` and `optimizer.step()` in one pass over each parameter (the `kernels`
+    recurrence: one Triton kernel per parameter on a GPU, where the two take about eleven). The optimiser's
+    state stays torch's (a checkpoint resumes either way). Returns the norm."""
+    norm = global_norm([p.grad for p in norm_params if p.grad is not None])
+    adadelta = isinstance(optimizer, torch.optim.Adadelta)
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            if not adadelta:
+                stages.sgd_update(p.detach(), p.grad, norm, group["lr"], max_norm)
+                continue
+            state = optimizer.state[p]
+            if not state:  # torch.optim.Adadelta's lazy initialisation
+                state.update(step=torch.zeros(()), square_avg=torch.zeros_like(p), acc_delta=torch.zeros_like(p))
+            state["step"] += 1
+            stages.adadelta_update(p.detach(), p.grad, state["square_avg"], state["acc_delta"], norm, group["lr"], max_norm, group["rho"], group["eps"])
     return norm

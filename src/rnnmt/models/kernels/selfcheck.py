@@ -3,8 +3,8 @@
 No test may have run a Triton kernel on the user's GPU, compiler and driver: a kernel that fails to
 compile, or that computes something else there (a reduction order, a bfloat16 conversion, a race), would
 stop the run or train a wrong model for hours. `stage_differences` runs one training update of a small
-model of the system's architecture with every stage run both ways, on the same inputs, and reports per
-stage the worst difference (or the error); `verify` is what training calls (train/loop.py), once per
+model of the system's architecture (its output softmax and parameter update too) with every stage run both
+ways, on the same inputs, and reports per stage the worst difference (or the error); `verify` is what training calls (train/loop.py), once per
 process, device, architecture and precision: the stages that fail, each with the reason in one line.
 The same comparison at ragged and at the papers' sizes is the GPU test suite's (tests/test_kernels_cuda.py).
 
@@ -136,7 +136,18 @@ def _stage_differences(model_cfg: dict[str, Any], device: torch.device, precisio
             logits, _ = model(src, src_mask, tgt)
             nll = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), tgt.flatten(), reduction="none")
         (nll * tgt_mask.flatten()).sum().backward()
+        _update_stages(model, logits.detach().flatten(0, 1), tgt.flatten())
     return found
+
+
+def _update_stages(model: torch.nn.Module, logits: Tensor, target: Tensor) -> None:
+    """The stages after the loops on these logits and gradients: the output softmax, and each optimiser's clipped
+    update of the first parameter (clipping to half the gradient's norm, so that it rescales)."""
+    stages.output_softmax(logits.clone(), torch.randn(logits.shape[1], device=logits.device), target, logits.new_empty(len(target), dtype=torch.float32))
+    param = next(p for p in model.parameters() if p.grad is not None)
+    norm = param.grad.norm()
+    stages.adadelta_update(param.detach().clone(), param.grad, torch.rand_like(param), torch.rand_like(param), norm, 1.0, float(norm) / 2, 0.95, 1e-6)
+    stages.sgd_update(param.detach().clone(), param.grad, norm, 1.0, float(norm) / 2)
 
 
 def small(model_cfg: dict[str, Any]) -> dict[str, Any]:

@@ -90,9 +90,10 @@ def _stage(reference: Callable[..., None]) -> Callable[..., None]:
 @functools.cache
 def triton_launchers() -> dict[str, Callable[..., None]]:
     """Each stage's Triton launcher by name (importing Triton, and compiling nothing yet)."""
-    from rnnmt.models.kernels import triton_gru, triton_luong
+    from rnnmt.models.kernels import triton_gru, triton_luong, triton_update
 
-    return {name: getattr(module, name) for module in (triton_gru, triton_luong) for name in STAGES if hasattr(module, name)}
+    modules = (triton_gru, triton_luong, triton_update)
+    return {name: getattr(module, name) for module in modules for name in STAGES if hasattr(module, name)}
 
 
 def _f(x: Tensor) -> Tensor:
@@ -357,3 +358,45 @@ def feed_tanh_back(d_h_tilde: Tensor, d_fed: Tensor | None, fed_mask: Tensor | N
         d = d + (_f(d_fed) * fed_mask if fed_mask is not None else _f(d_fed))
     torch.mul(d, 1.0 - h_tilde * h_tilde, out=d_pre)
     d_pre_c.copy_(d_pre)
+
+
+@_stage
+def output_softmax(logits: Tensor, bias: Tensor | None, target: Tensor, nll: Tensor) -> None:
+    """Per row of logits [N, V] (+ bias): nll = log Σ exp − the target's logit; the row becomes P − Y, the softmax
+    minus the one-hot target, in the logits' dtype (train/nll.py's OutputNLL)."""
+    x = _f(logits)  # a copy under autocast, else the logits themselves
+    if bias is not None:
+        x.add_(_f(bias))
+    top = x.amax(dim=1)
+    picked = x.gather(1, target.unsqueeze(1)).squeeze(1)
+    x.sub_(top.unsqueeze(1)).exp_()  # unnormalised softmax
+    total = x.sum(dim=1)
+    torch.log(total, out=nll).add_(top).sub_(picked)
+    x.div_(total.unsqueeze(1)).scatter_add_(1, target.unsqueeze(1), x.new_full((x.shape[0], 1), -1.0))
+    if x is not logits:
+        logits.copy_(x)
+
+
+def _clipped(param: Tensor, grad: Tensor, norm: Tensor, max_norm: float) -> Tensor:
+    """GroundHog's clipping (train/optim.py's clip_gradients): grad·max_norm/norm where norm ≥ max_norm; 0.1·param
+    where the norm is not finite."""
+    factor = torch.where(norm >= max_norm, max_norm / norm, torch.ones_like(norm))
+    return torch.where(torch.isfinite(norm), grad * factor, 0.1 * param)
+
+
+@_stage
+def adadelta_update(param: Tensor, grad: Tensor, square_avg: Tensor, acc_delta: Tensor, norm: Tensor, lr: float, max_norm: float, rho: float,
+                    eps: float) -> None:  # fmt: skip
+    """The clipped gradient g, then Adadelta as torch.optim.Adadelta computes it: E[g²] ← ρE[g²] + (1−ρ)g²,
+    Δ = √(E[Δ²] + ε) / √(E[g²] + ε) · g, E[Δ²] ← ρE[Δ²] + (1−ρ)Δ², param ← param − lr·Δ."""
+    g = _clipped(param, grad, norm, max_norm)
+    square_avg.mul_(rho).addcmul_(g, g, value=1 - rho)
+    delta = acc_delta.add(eps).sqrt_().div_(square_avg.add(eps).sqrt_()).mul_(g)
+    acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+    param.add_(delta, alpha=-lr)
+
+
+@_stage
+def sgd_update(param: Tensor, grad: Tensor, norm: Tensor, lr: float, max_norm: float) -> None:
+    """The clipped gradient g, then plain SGD: param ← param − lr·g."""
+    param.add_(_clipped(param, grad, norm, max_norm), alpha=-lr)
