@@ -36,25 +36,36 @@ class Workspace:
         self.blocked = True
         self.kernels = False  # the softmax as one stage (stages.output_softmax), else as torch operations
         self.row_bytes = dict(ROW_BYTES)
+        self.padded: Tensor | None = None
 
     def reserve(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> None:
         """Allocate for the largest batch now and never again: captured CUDA graphs keep its address."""
         self.buffer, self.fixed = torch.empty(rows * self.row_stride(cols, dtype, device), dtype=dtype, device=device), True
 
     def take(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> Tensor:
-        """A [rows, cols] view of the buffer, each row starting at `row_stride`."""
-        stride = self.row_stride(cols, dtype, device)
-        size = rows * stride
+        size = rows * cols
         if self.buffer is None or self.buffer.numel() < size or self.buffer.dtype != dtype or self.buffer.device != device:
             if self.fixed:
                 raise RuntimeError(f"the reserved softmax buffer holds {self.buffer.numel():,} {self.buffer.dtype} values; {size:,} {dtype} were asked for")
             self.buffer = torch.empty(size, dtype=dtype, device=device)
-        return self.buffer[:size].view(rows, stride)[:, :cols]
+        return self.buffer[:size].view(rows, cols)
+
+    def weight(self, weight: Tensor, dtype: torch.dtype) -> Tensor:
+        """The output layer's weight [V, F] in `dtype` as the products read it: on a GPU with zero rows up to
+        `row_stride(V)` (their logits are 0 and their P − Y too; the real rows are copied in every pass)."""
+        V, F = weight.shape
+        stride = self.row_stride(V, dtype, weight.device)
+        if stride == V:
+            return weight.to(dtype)
+        if self.padded is None or self.padded.shape != (stride, F) or self.padded.dtype != dtype or self.padded.device != weight.device:
+            self.padded = weight.new_zeros(stride, F, dtype=dtype)
+        self.padded[:V].copy_(weight)
+        return self.padded
 
     def row_stride(self, cols: int, dtype: torch.dtype, device: torch.device) -> int:
-        """Values from a row's start to the next's: on a GPU a multiple of 16 bytes. cuBLAS's Hopper kernels need
-        every row of a matrix to start so; a row of 50,004 bfloat16 logits (Luong's vocabulary) sends the output
-        layer's three products to older kernels (cutlass_80 …_align2) that took ~5 ms an update on an H100."""
+        """`cols` rounded up to the device's multiple of bytes (ROW_BYTES): cuBLAS takes its Hopper kernels for the
+        output layer's three products only where every dimension is a multiple of 16 bytes; with Luong's 50,004
+        words it ran Ampere kernels (cutlass_80 …_align2) that took ~3.4 ms of an update on an H100."""
         multiple = max(1, self.row_bytes.get(device.type, 1) // dtype.itemsize)
         return -(-cols // multiple) * multiple
 
@@ -74,26 +85,27 @@ class OutputNLL(torch.autograd.Function):
     def forward(ctx: Any, h: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, workspace: Workspace) -> Tensor:
         p = ctx.precision
         N, V = h.shape[0], weight.shape[0]
-        delta = workspace.take(N, V, p.compute, h.device)
-        torch.mm(h.to(p.compute), p.weight(weight.t()), out=delta)  # the logits, until each block becomes P − Y
+        w = workspace.weight(weight, p.compute)
+        logits = workspace.take(N, w.shape[0], p.compute, h.device)
+        torch.mm(h.to(p.compute), w.t(), out=logits)  # the logits, until each block becomes P − Y
         nll = torch.empty(N, dtype=p.acc, device=h.device)
         softmax = stages.output_softmax if workspace.kernels else stages.output_softmax.__wrapped__
         step = max(1, CACHE_FLOATS // V) if workspace.blocked and h.device.type == "cpu" else N
         for start in range(0, N, step):
             rows = slice(start, min(N, start + step))
-            softmax(delta[rows], bias, target[rows], nll[rows])
-        ctx.has_bias = bias is not None
-        ctx.save_for_backward(h, weight, delta)
+            softmax(logits[rows, :V], bias, target[rows], nll[rows])
+        ctx.has_bias, ctx.vocab = bias is not None, V
+        ctx.save_for_backward(h, w, logits)
         return nll
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        h, weight, delta = ctx.saved_tensors
-        p, g = ctx.precision, grad.unsqueeze(1)
-        d_h = p.mm(delta, p.weight(weight)).mul_(g)
-        d_weight = p.mm(delta.t(), p.weight(h * g))
-        d_bias = p.mm(g.t(), delta).squeeze(0) if ctx.has_bias else None
+        h, w, delta = ctx.saved_tensors
+        p, g, V = ctx.precision, grad.unsqueeze(1), ctx.vocab
+        d_h = p.mm(delta, w).mul_(g)
+        d_weight = p.mm(delta.t(), p.weight(h * g))[:V]
+        d_bias = p.mm(g.t(), delta[:, :V]).squeeze(0) if ctx.has_bias else None
         return d_h, d_weight, d_bias, None, None
 
 
@@ -102,7 +114,7 @@ class OutputNLL(torch.autograd.Function):
 CACHE_FLOATS = 2**18
 
 
-# Where each row of the logits starts, in bytes, by device type (Workspace.row_stride).
+# The multiple of bytes the output layer's products pad the vocabulary to, by device type (Workspace.row_stride).
 ROW_BYTES = {"cuda": 16}
 
 
