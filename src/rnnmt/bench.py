@@ -16,6 +16,7 @@ import torch
 from rnnmt.decode.settings import DecodeSettings
 from rnnmt.errors import UserError
 from rnnmt.fileio import read_lines, write_json
+from rnnmt.models.kernels.stages import LAUNCHES
 from rnnmt.models.kernels.stages import REGION as KERNEL_STAGE
 from rnnmt.runtime import cpu_info, log, pick_device, synchronize
 
@@ -69,11 +70,13 @@ def _launches(event: Any) -> bool:
 
 
 def kernels(event: Any) -> int:
-    """The GPU kernels an operator call stands for: one for a matrix product, a reduction, a multi-tensor
-    (`_foreach_`) op or a kernel stage, whatever a CPU runs inside it; otherwise those of the calls inside
+    """The GPU kernels an operator call stands for: one for a matrix product, a reduction or a multi-tensor
+    (`_foreach_`) op, a kernel stage's launches (one or two), whatever a CPU runs inside it; otherwise those of the calls inside
     it, or one for a call with none that launches work (views, allocations and dtype no-ops launch nothing)."""
     name = event.name.removeprefix("aten::")
-    if name in ONE_KERNEL or name.startswith(("_foreach_", KERNEL_STAGE)):
+    if name.startswith(KERNEL_STAGE):
+        return LAUNCHES.get(name.removeprefix(KERNEL_STAGE), 1)
+    if name in ONE_KERNEL or name.startswith("_foreach_"):
         return 1
     inner = sum(kernels(c) for c in event.cpu_children if c.name.startswith("aten::"))
     return inner or int(name not in NO_KERNEL)

@@ -31,6 +31,9 @@ REGION = "rnnmt::kernel::"
 # Every stage's name, in the order they are defined.
 STAGES: list[str] = []
 
+# The Triton kernels a stage launches where more than one (triton_gru.py says why; bench.py counts them).
+LAUNCHES = {"additive_attention": 2, "additive_attention_back": 2}
+
 # What runs a stage: "auto" (its Triton kernel on a CUDA device, its torch reference elsewhere), "triton"
 # (the kernel on any tensors: a CPU's need TRITON_INTERPRET=1) or "reference".
 _implementation = "auto"

@@ -35,9 +35,9 @@ def softmax(energy, allowed):
 
 
 @triton.jit
-def context(weights, b, s, S, C, ann, ctx, ctx_c, ctx_c_stride, BLOCK_C: tl.constexpr):
-    """Row b's context c = Σ_s α_s ann[b, s] [C] into ctx and ctx_c."""
-    for c0 in range(0, C, BLOCK_C):
+def context(weights, b, s, S, C, ann, ctx, ctx_c, ctx_c_stride, c_first, c_last, BLOCK_C: tl.constexpr):
+    """Columns c_first..c_last of row b's context c = Σ_s α_s ann[b, s] [C] into ctx and ctx_c."""
+    for c0 in range(c_first, c_last, BLOCK_C):
         c = c0 + tl.arange(0, BLOCK_C)
         values = tl.load(ann + b * S * C + s[:, None] * C + c[None, :], mask=(s[:, None] < S) & (c[None, :] < C), other=0.0)
         out = tl.sum(weights[:, None] * values, axis=0)
@@ -46,15 +46,16 @@ def context(weights, b, s, S, C, ann, ctx, ctx_c, ctx_c_stride, BLOCK_C: tl.cons
 
 
 @triton.jit
-def context_back(b, s, S, C, d_ctx, d_ctx_stride, dcx, dcx_stride, ann, dc_out, HAS_DCX: tl.constexpr, BLOCK_C: tl.constexpr):
-    """Row b back through `context`: dc = d_ctx [+ dcx] into dc_out; returns dL/dα_s = dc·ann[b, s]."""
+def context_back(b, s, S, C, d_ctx, d_ctx_stride, dcx, dcx_stride, ann, dc_out, dc_columns, HAS_DCX: tl.constexpr, BLOCK_C: tl.constexpr):
+    """Row b back through `context` at positions s: dc = d_ctx [+ dcx], its first dc_columns (C or 0) into dc_out;
+    returns dL/dα_s = dc·ann[b, s]."""
     d_weights = s.to(tl.float32) * 0.0
     for c0 in range(0, C, BLOCK_C):
         c = c0 + tl.arange(0, BLOCK_C)
         dc = tl.load(d_ctx + b * d_ctx_stride + c, mask=c < C, other=0.0).to(tl.float32)
         if HAS_DCX:
             dc += tl.load(dcx + b * dcx_stride + c, mask=c < C, other=0.0).to(tl.float32)
-        tl.store(dc_out + b * C + c, dc, mask=c < C)
+        tl.store(dc_out + b * C + c, dc, mask=c < dc_columns)
         values = tl.load(ann + b * S * C + s[:, None] * C + c[None, :], mask=(s[:, None] < S) & (c[None, :] < C), other=0.0)
         d_weights += tl.sum(values * dc[None, :], axis=1)
     return d_weights

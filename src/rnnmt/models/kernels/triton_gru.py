@@ -1,5 +1,11 @@
-"""Triton kernels of the GRU and additive-attention stages (stages.py), one launch each (triton_common.py
-says how they read and write)."""
+"""Triton kernels of the GRU and additive-attention stages (stages.py): one launch per GRU stage, two per
+attention stage (triton_common.py says how they read and write).
+
+An attention step is two kernels so that a sentence's work spreads over many programs: one program per
+sentence, as one kernel needs for the softmax between the energies and the context, left most of a GPU's
+memory bandwidth idle (33 µs a step at paper size on an H100). Energies are computed a few positions per
+program, the context a block of columns per program, each recomputing the softmax of ≤ 64 energies;
+backward alike (scores by positions, then keys by columns)."""
 
 from __future__ import annotations
 
@@ -7,8 +13,12 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from rnnmt.models.kernels.triton_common import (ATTENTION_WARPS, BLOCK, columns_block, context, context_back, positions_block, row_grid, softmax,
-                                                softmax_back, tanh)
+from rnnmt.models.kernels.triton_common import (BLOCK, context, context_back, positions_block, present_or, row_grid, row_stride, softmax, softmax_back,
+                                                tanh)
+
+# Source positions per program of the energies and of their backward; columns per program of the context and keys.
+ROW_POSITIONS = 4
+ROW_COLUMNS = 128
 
 @triton.jit
 def _gru_gates(x, x_stride, xc, xc_stride, g, g_stride, h, h_stride, gates, rh, rh_c, H, HAS_XC: tl.constexpr, BLOCK: tl.constexpr):
@@ -96,12 +106,11 @@ def _gru_back_gates(dh, drh, gates, cand, h, h_stride, keep, dx, dx_c, dzr_c, dz
 
 
 @triton.jit
-def _additive_attention(keys, q, q_stride, v, mask, ann, tanh_out, alpha, ctx, ctx_c, S, A, C,
-                        BLOCK_S: tl.constexpr, BLOCK_A: tl.constexpr, BLOCK_C: tl.constexpr):  # fmt: skip
+def _additive_energies(keys, q, q_stride, v, tanh_out, energy, S, A, BLOCK_S: tl.constexpr, BLOCK_A: tl.constexpr):
+    """Positions s of row b: tanh(keys + q) into tanh_out, e_s = v·tanh into energy."""
     b = tl.program_id(0)
-    s = tl.arange(0, BLOCK_S)
-    real = (s < S) & (tl.load(mask + b * S + s, mask=s < S, other=0) != 0)
-    energy = tl.zeros([BLOCK_S], dtype=tl.float32)
+    s = tl.program_id(1) * BLOCK_S + tl.arange(0, BLOCK_S)
+    e = tl.zeros([BLOCK_S], dtype=tl.float32)
     for a0 in range(0, A, BLOCK_A):
         a = a0 + tl.arange(0, BLOCK_A)
         inside = (s[:, None] < S) & (a[None, :] < A)
@@ -109,33 +118,50 @@ def _additive_attention(keys, q, q_stride, v, mask, ann, tanh_out, alpha, ctx, c
         pre = tl.load(keys + at, mask=inside, other=0.0) + tl.load(q + b * q_stride + a, mask=a < A, other=0.0).to(tl.float32)[None, :]
         t = tanh(pre)
         tl.store(tanh_out + at, t, mask=inside)
-        energy += tl.sum(t * tl.load(v + a, mask=a < A, other=0.0)[None, :], axis=1)
-    weights = softmax(energy, real)
-    tl.store(alpha + b * S + s, weights, mask=s < S)
-    context(weights, b, s, S, C, ann, ctx, ctx_c, C, BLOCK_C)
+        e += tl.sum(t * tl.load(v + a, mask=a < A, other=0.0)[None, :], axis=1)
+    tl.store(energy + b * S + s, e, mask=s < S)
 
 
 @triton.jit
-def _additive_attention_back(d_ctx, dcx, dcx_stride, d_alpha, ann, alpha, v, tanh_in, dc_out, de_out, d_keys, dq, dq_c, dq_c_stride, S, A, C,
-                             HAS_DCX: tl.constexpr, HAS_DALPHA: tl.constexpr,
-                             BLOCK_S: tl.constexpr, BLOCK_A: tl.constexpr, BLOCK_C: tl.constexpr):  # fmt: skip
+def _additive_context(energy, mask, ann, alpha, ctx, ctx_c, S, C, BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):
+    """Columns of row b's context from α = softmax(e) over the real positions (every column block computes α; the first stores it)."""
     b = tl.program_id(0)
     s = tl.arange(0, BLOCK_S)
-    d_weights = context_back(b, s, S, C, d_ctx, C, dcx, dcx_stride, ann, dc_out, HAS_DCX, BLOCK_C)
+    real = (s < S) & (tl.load(mask + b * S + s, mask=s < S, other=0) != 0)
+    weights = softmax(tl.load(energy + b * S + s, mask=s < S, other=0.0), real)
+    tl.store(alpha + b * S + s, weights, mask=s < tl.where(tl.program_id(1) == 0, S, 0))
+    c_first = tl.program_id(1) * BLOCK_C
+    context(weights, b, s, S, C, ann, ctx, ctx_c, C, c_first, c_first + BLOCK_C, BLOCK_C)
+
+
+@triton.jit
+def _additive_scores_back(d_ctx, dcx, dcx_stride, d_alpha, ann, dc_out, d_weights_out, S, C, HAS_DCX: tl.constexpr, HAS_DALPHA: tl.constexpr,
+                          BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):  # fmt: skip
+    """Positions s of row b: dL/dα_s = dc·ann[b, s] [+ d_alpha] into d_weights_out; dc = d_ctx [+ dcx] (stored by the first block)."""
+    b = tl.program_id(0)
+    s = tl.program_id(1) * BLOCK_S + tl.arange(0, BLOCK_S)
+    d_weights = context_back(b, s, S, C, d_ctx, C, dcx, dcx_stride, ann, dc_out, tl.where(tl.program_id(1) == 0, C, 0), HAS_DCX, BLOCK_C)
     if HAS_DALPHA:
         d_weights += tl.load(d_alpha + b * S + s, mask=s < S, other=0.0).to(tl.float32)
-    de = softmax_back(tl.load(alpha + b * S + s, mask=s < S, other=0.0), d_weights)
-    tl.store(de_out + b * S + s, de, mask=s < S)
-    for a0 in range(0, A, BLOCK_A):
-        a = a0 + tl.arange(0, BLOCK_A)
-        inside = (s[:, None] < S) & (a[None, :] < A)
-        at = b * S * A + s[:, None] * A + a[None, :]
-        t = tl.load(tanh_in + at, mask=inside, other=0.0)
-        d_pre = de[:, None] * tl.load(v + a, mask=a < A, other=0.0)[None, :] * (1.0 - t * t)
-        tl.store(d_keys + at, tl.load(d_keys + at, mask=inside, other=0.0) + d_pre, mask=inside)
-        total = tl.sum(d_pre, axis=0)
-        tl.store(dq + b * A + a, total, mask=a < A)
-        tl.store(dq_c + b * dq_c_stride + a, total.to(dq_c.dtype.element_ty), mask=a < A)
+    tl.store(d_weights_out + b * S + s, d_weights, mask=s < S)
+
+
+@triton.jit
+def _additive_keys_back(d_weights, alpha, v, tanh_in, de_out, d_keys, dq, dq_c, dq_c_stride, S, A, BLOCK_S: tl.constexpr, BLOCK_A: tl.constexpr):
+    """Columns a of row b: de = softmax backward (stored by the first block); d_keys += de∘v∘(1 − tanh²), dq = its sum over s."""
+    b = tl.program_id(0)
+    s = tl.arange(0, BLOCK_S)
+    de = softmax_back(tl.load(alpha + b * S + s, mask=s < S, other=0.0), tl.load(d_weights + b * S + s, mask=s < S, other=0.0))
+    tl.store(de_out + b * S + s, de, mask=s < tl.where(tl.program_id(1) == 0, S, 0))
+    a = tl.program_id(1) * BLOCK_A + tl.arange(0, BLOCK_A)
+    inside = (s[:, None] < S) & (a[None, :] < A)
+    at = b * S * A + s[:, None] * A + a[None, :]
+    t = tl.load(tanh_in + at, mask=inside, other=0.0)
+    d_pre = de[:, None] * tl.load(v + a, mask=a < A, other=0.0)[None, :] * (1.0 - t * t)
+    tl.store(d_keys + at, tl.load(d_keys + at, mask=inside, other=0.0) + d_pre, mask=inside)
+    total = tl.sum(d_pre, axis=0)
+    tl.store(dq + b * A + a, total, mask=a < A)
+    tl.store(dq_c + b * dq_c_stride + a, total.to(dq_c.dtype.element_ty), mask=a < A)
 
 
 def gru_gates(x: Tensor, xc: Tensor | None, g: Tensor, h: Tensor, gates: Tensor, rh: Tensor, rh_c: Tensor) -> None:
@@ -169,17 +195,18 @@ def gru_back_gates(dh: Tensor, drh: Tensor, gates: Tensor, cand: Tensor, h: Tens
 def additive_attention(keys: Tensor, q: Tensor, v: Tensor, mask: Tensor, ann: Tensor, tanh: Tensor, alpha: Tensor, ctx: Tensor, ctx_c: Tensor) -> None:
     B, S, A = keys.shape
     C = ann.shape[2]
-    columns = columns_block(S)
-    _additive_attention[(B,)](keys, q, q.stride(0), v, mask, ann, tanh, alpha, ctx, ctx_c, S, A, C,
-                              BLOCK_S=positions_block(S), BLOCK_A=columns, BLOCK_C=columns, num_warps=ATTENTION_WARPS)  # fmt: skip
+    energy = alpha.new_empty(B, S)
+    _additive_energies[(B, triton.cdiv(S, ROW_POSITIONS))](keys, q, q.stride(0), v, tanh, energy, S, A, BLOCK_S=ROW_POSITIONS, BLOCK_A=ROW_COLUMNS)
+    _additive_context[(B, triton.cdiv(C, ROW_COLUMNS))](energy, mask, ann, alpha, ctx, ctx_c, S, C, BLOCK_S=positions_block(S), BLOCK_C=ROW_COLUMNS)
 
 
 def additive_attention_back(d_ctx: Tensor, dcx: Tensor | None, d_alpha: Tensor | None, ann: Tensor, alpha: Tensor, v: Tensor, tanh: Tensor,
                             dc: Tensor, de: Tensor, d_keys: Tensor, dq: Tensor, dq_c: Tensor) -> None:  # fmt: skip
     B, S, A = tanh.shape
     C = ann.shape[2]
-    _additive_attention_back[(B,)](d_ctx, dcx if dcx is not None else d_ctx, dcx.stride(0) if dcx is not None else 0,
-                                   d_alpha if d_alpha is not None else alpha, ann, alpha, v, tanh, dc, de, d_keys, dq, dq_c, dq_c.stride(0),
-                                   S, A, C, HAS_DCX=dcx is not None, HAS_DALPHA=d_alpha is not None,
-                                   BLOCK_S=positions_block(S), BLOCK_A=columns_block(S), BLOCK_C=columns_block(S), num_warps=ATTENTION_WARPS)  # fmt: skip
-
+    d_weights = alpha.new_empty(B, S)
+    _additive_scores_back[(B, triton.cdiv(S, ROW_POSITIONS))](d_ctx, present_or(dcx, d_ctx), row_stride(dcx), present_or(d_alpha, alpha), ann, dc, d_weights,
+                                                               S, C, HAS_DCX=dcx is not None, HAS_DALPHA=d_alpha is not None, BLOCK_S=ROW_POSITIONS,
+                                                               BLOCK_C=ROW_COLUMNS)  # fmt: skip
+    _additive_keys_back[(B, triton.cdiv(A, ROW_COLUMNS))](d_weights, alpha, v, tanh, de, d_keys, dq, dq_c, dq_c.stride(0), S, A, BLOCK_S=positions_block(S),
+                                                           BLOCK_A=ROW_COLUMNS)  # fmt: skip

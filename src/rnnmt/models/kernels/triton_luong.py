@@ -164,7 +164,7 @@ def _luong_attention(top, top_stride, q, q_stride, keys, mask, ann, v_a, v_p, al
         offset = original - p
         weights = weights * tl.exp(-(offset * offset) * inv_two_var)
     tl.store(alpha + b * S + s, weights, mask=s < S)
-    context(weights, b, s, S, H, ann, ctx, ctx_c, ctx_c_stride, BLOCK_H)
+    context(weights, b, s, S, H, ann, ctx, ctx_c, ctx_c_stride, 0, H, BLOCK_H)
 
 
 @triton.jit
@@ -175,7 +175,7 @@ def _luong_attention_back(d_ctop, d_ctop_stride, d_alpha, ann, alpha, soft, keys
     b = tl.program_id(0)
     s = tl.arange(0, BLOCK_S)
     real, n, nf, original = _positions(mask, b, s, S, REVERSED)
-    d_weights = context_back(b, s, S, H, d_ctop, d_ctop_stride, d_ctop, 0, ann, d_ctx, False, BLOCK_H)
+    d_weights = context_back(b, s, S, H, d_ctop, d_ctop_stride, d_ctop, 0, ann, d_ctx, H, False, BLOCK_H)
     if HAS_DALPHA:
         d_weights += tl.load(d_alpha + b * S + s, mask=s < S, other=0.0).to(tl.float32)
     if KIND == 2:  # through the Gaussian to the softmax and to p_t (⌊p_t⌋, the window's centre, has no gradient)
