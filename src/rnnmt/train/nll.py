@@ -51,21 +51,21 @@ class Workspace:
         return self.buffer[:size].view(rows, cols)
 
     def weight(self, weight: Tensor, dtype: torch.dtype) -> Tensor:
-        """The output layer's weight [V, F] in `dtype` as the products read it: on a GPU with zero rows up to
-        `row_stride(V)` (their logits are 0 and their P − Y too; the real rows are copied in every pass)."""
+        """The output layer's weight [V, F] in `dtype` as the products read it: on a GPU with zero rows and columns up
+        to `row_stride` (their logits, P − Y and gradients are 0; the real values are copied in every pass)."""
         V, F = weight.shape
-        stride = self.row_stride(V, dtype, weight.device)
-        if stride == V:
+        shape = (self.row_stride(V, dtype, weight.device), self.row_stride(F, dtype, weight.device))
+        if shape == (V, F):
             return weight.to(dtype)
-        if self.padded is None or self.padded.shape != (stride, F) or self.padded.dtype != dtype or self.padded.device != weight.device:
-            self.padded = weight.new_zeros(stride, F, dtype=dtype)
-        self.padded[:V].copy_(weight)
+        if self.padded is None or self.padded.shape != shape or self.padded.dtype != dtype or self.padded.device != weight.device:
+            self.padded = weight.new_zeros(shape, dtype=dtype)
+        self.padded[:V, :F].copy_(weight)
         return self.padded
 
     def row_stride(self, cols: int, dtype: torch.dtype, device: torch.device) -> int:
         """`cols` rounded up to the device's multiple of bytes (ROW_BYTES): cuBLAS takes its Hopper kernels for the
         output layer's three products only where every dimension is a multiple of 16 bytes; with Luong's 50,004
-        words it ran Ampere kernels (cutlass_80 …_align2) that took ~3.4 ms of an update on an H100."""
+        words, or RNNsearch's 620 features, it ran Ampere kernels (cutlass_80 …_align2) on an H100."""
         multiple = max(1, self.row_bytes.get(device.type, 1) // dtype.itemsize)
         return -(-cols // multiple) * multiple
 
@@ -87,7 +87,7 @@ class OutputNLL(torch.autograd.Function):
         N, V = h.shape[0], weight.shape[0]
         w = workspace.weight(weight, p.compute)
         logits = workspace.take(N, w.shape[0], p.compute, h.device)
-        torch.mm(h.to(p.compute), w.t(), out=logits)  # the logits, until each block becomes P − Y
+        torch.mm(_pad_columns(h.to(p.compute), w.shape[1]), w.t(), out=logits)  # the logits, until each block becomes P − Y
         nll = torch.empty(N, dtype=p.acc, device=h.device)
         softmax = stages.output_softmax if workspace.kernels else stages.output_softmax.__wrapped__
         step = max(1, CACHE_FLOATS // V) if workspace.blocked and h.device.type == "cpu" else N
@@ -102,11 +102,16 @@ class OutputNLL(torch.autograd.Function):
     @once_differentiable
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
         h, w, delta = ctx.saved_tensors
-        p, g, V = ctx.precision, grad.unsqueeze(1), ctx.vocab
-        d_h = p.mm(delta, w).mul_(g)
-        d_weight = p.mm(delta.t(), p.weight(h * g))[:V]
+        p, g, V, F = ctx.precision, grad.unsqueeze(1), ctx.vocab, h.shape[1]
+        d_h = p.mm(delta, w)[:, :F].mul_(g)
+        d_weight = p.mm(delta.t(), p.weight(_pad_columns(h * g, w.shape[1])))[:V, :F]
         d_bias = p.mm(g.t(), delta[:, :V]).squeeze(0) if ctx.has_bias else None
         return d_h, d_weight, d_bias, None, None
+
+
+def _pad_columns(x: Tensor, cols: int) -> Tensor:
+    """x [N, F] with zero columns up to `cols` (itself where F is cols)."""
+    return x if x.shape[1] == cols else nn.functional.pad(x, (0, cols - x.shape[1]))
 
 
 # Logits per block of rows in OutputNLL's forward pass on a CPU: 1 MiB of float32, within a core's L2 cache

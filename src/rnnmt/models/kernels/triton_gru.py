@@ -16,8 +16,10 @@ from torch import Tensor
 from rnnmt.models.kernels.triton_common import (BLOCK, context, context_back, positions_block, present_or, row_grid, row_stride, softmax, softmax_back,
                                                 tanh)
 
-# Source positions per program of the energies and of their backward; columns per program of the context and keys.
+# Source positions per program of the energies and of their backward, and the columns of their sums' tiles;
+# columns per program of the context and keys (over all positions).
 ROW_POSITIONS = 4
+ROW_SPAN = 1024
 ROW_COLUMNS = 128
 
 @triton.jit
@@ -196,7 +198,7 @@ def additive_attention(keys: Tensor, q: Tensor, v: Tensor, mask: Tensor, ann: Te
     B, S, A = keys.shape
     C = ann.shape[2]
     energy = alpha.new_empty(B, S)
-    _additive_energies[(B, triton.cdiv(S, ROW_POSITIONS))](keys, q, q.stride(0), v, tanh, energy, S, A, BLOCK_S=ROW_POSITIONS, BLOCK_A=ROW_COLUMNS)
+    _additive_energies[(B, triton.cdiv(S, ROW_POSITIONS))](keys, q, q.stride(0), v, tanh, energy, S, A, BLOCK_S=ROW_POSITIONS, BLOCK_A=ROW_SPAN)
     _additive_context[(B, triton.cdiv(C, ROW_COLUMNS))](energy, mask, ann, alpha, ctx, ctx_c, S, C, BLOCK_S=positions_block(S), BLOCK_C=ROW_COLUMNS)
 
 
@@ -207,6 +209,6 @@ def additive_attention_back(d_ctx: Tensor, dcx: Tensor | None, d_alpha: Tensor |
     d_weights = alpha.new_empty(B, S)
     _additive_scores_back[(B, triton.cdiv(S, ROW_POSITIONS))](d_ctx, present_or(dcx, d_ctx), row_stride(dcx), present_or(d_alpha, alpha), ann, dc, d_weights,
                                                                S, C, HAS_DCX=dcx is not None, HAS_DALPHA=d_alpha is not None, BLOCK_S=ROW_POSITIONS,
-                                                               BLOCK_C=ROW_COLUMNS)  # fmt: skip
+                                                               BLOCK_C=ROW_SPAN)  # fmt: skip
     _additive_keys_back[(B, triton.cdiv(A, ROW_COLUMNS))](d_weights, alpha, v, tanh, de, d_keys, dq, dq_c, dq_c.stride(0), S, A, BLOCK_S=positions_block(S),
                                                            BLOCK_A=ROW_COLUMNS)  # fmt: skip
