@@ -12,8 +12,8 @@ when training starts; the trainer logs each choice with its reason and `rnnmt sh
   to save and the padding of `static` costs time.
 - sync: `logging` (clipping decided on the device, the host waits only at log points) on a GPU, `update`
   on a CPU, where the host computed the norm anyway.
-- recurrence: `kernels` (models/kernels/: each step's pointwise work as one Triton kernel) on a CUDA
-  device where Triton is installed, `fused` (recurrence.py) elsewhere: on a CPU the fused loops are faster,
+- recurrence: `kernels` (models/kernels/: each step's pointwise work as one Triton kernel, and so the output
+  softmax and the clipped Adadelta/SGD step, train/nll.py and train/optim.py) on a CUDA device where Triton is installed, `fused` (recurrence.py) elsewhere: on a CPU the fused loops are faster,
   and the kernels' torch references are there to test and count, not to run.
 """
 
