@@ -82,6 +82,8 @@ def kernel_step(optimizer: torch.optim.Optimizer, norm_params: list[nn.Parameter
     """`clip_gradients(on_device=True)` and `optimizer.step()` in one pass over each parameter (the `kernels`
     recurrence: one Triton kernel per parameter on a GPU, where the two take about eleven). The optimiser's
     state stays torch's (a checkpoint resumes either way). Returns the norm."""
+    if not isinstance(optimizer, (torch.optim.Adadelta, torch.optim.SGD)):
+        raise ValueError(f"no kernel step for {type(optimizer).__name__}; expected Adadelta or SGD (KERNEL_STEPS)")
     norm = global_norm([p.grad for p in norm_params if p.grad is not None])
     adadelta = isinstance(optimizer, torch.optim.Adadelta)
     for group in optimizer.param_groups:

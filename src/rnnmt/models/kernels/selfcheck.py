@@ -4,8 +4,9 @@ No test may have run a Triton kernel on the user's GPU, compiler and driver: a k
 compile, or that computes something else there (a reduction order, a bfloat16 conversion, a race), would
 stop the run or train a wrong model for hours. `stage_differences` runs one training update of a small
 model of the system's architecture (its output softmax and parameter update too) with every stage run both
-ways, on the same inputs, and reports per stage the worst difference (or the error); `verify` is what training calls (train/loop.py), once per
-process, device, architecture and precision: the stages that fail, each with the reason in one line.
+ways, on the same inputs, and reports per stage the worst difference (or the error); `verify` is what
+training calls (train/loop.py), once per process, device, architecture and precision: the stages that
+fail, each with the reason in one line.
 The same comparison at ragged and at the papers' sizes is the GPU test suite's (tests/test_kernels_cuda.py).
 
 One discontinuity is compared as it falls: local-p centres its window on ⌊p_t⌋, so where the kernel's p_t and
