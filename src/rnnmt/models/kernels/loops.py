@@ -13,10 +13,10 @@ launches, forward and backward:
   reversed once per update: each step's products are one batched product over the two directions and
   each kernel covers both.
 - Attention decoder step: one product [W_a; U_zr] s (the query and the gates' recurrent term read the same
-  state), one kernel for energies, softmax and context, the product C c, then the GRU step's kernels;
-  back: the GRU step's kernels, C's product, one kernel for the attention's gradients (context, softmax,
-  tanh, the keys' accumulated gradient and the query's), and one product [U_zr; W_a]ᵀ for both terms of
-  the previous state's gradient.
+  state), the attention stage (energies, softmax and context: two kernels), the product C c, then the GRU
+  step's kernels; back: the GRU step's kernels, C's product, the attention's backward stage (context,
+  softmax, tanh, the keys' accumulated gradient and the query's: two kernels), and one product
+  [U_zr; W_a]ᵀ for both terms of the previous state's gradient.
 
 Weight gradients are one product each over all steps after the loop, as in recurrence.py.
 """

@@ -76,12 +76,12 @@ def positions_block(S: int) -> int:
 
 
 def columns_block(S: int) -> int:
-    """Columns per step of an attention row's loops: tiles of ~8,192 values (32 per thread of 8 warps), so that few
-    sequential steps cover a row (one program per sentence leaves most of a GPU's memory bandwidth idle)."""
+    """Columns per step of a Luong attention row's loops: tiles of ~8,192 values (32 per thread of 8 warps), so that
+    few sequential steps cover a row (one program per sentence leaves most of a GPU's memory bandwidth idle)."""
     return max(64, min(256, 8192 // positions_block(S)))
 
 
-# Warps per program of the attention kernels (one program per sentence, tiles of COLUMNS).
+# Warps per program of Luong's attention kernels (one program per sentence, tiles of columns_block).
 ATTENTION_WARPS = 8
 
 
