@@ -6,7 +6,8 @@ printed as JSON (> 1 fails), with every stage that failed to run. Then a whole p
 with the Triton kernels against those with the references. On a CPU run it with TRITON_INTERPRET=1 (Triton's
 interpreter: test_kernels.py does); on a GPU, `--device cuda` (test_kernels_cuda.py does).
 
-Sizes: `ragged` (odd widths, a shorter row on each side: the blocks' and masks' edges) or `paper` (RNNsearch
+Sizes: `ragged` (odd widths, a shorter row on each side: the blocks' and masks' edges; RNNsearch's context and
+alignment over 128 columns, so that the attention's second column block runs) or `paper` (RNNsearch
 at B 80, emb 620, hidden and alignment 1000, 50 source positions, GroundHog's initialisation; Luong at B 128, emb
 and hidden 1000, 4 layers, window 10, 50 source positions and location slots, initialised within ±0.1 (±0.3
 overflowed float32 gradients over 50 target steps of 4 layers, in the references too); 20 target steps each).
@@ -39,7 +40,7 @@ SYSTEMS = {
 
 SIZES: dict[str, dict[str, Any]] = {
     "ragged": {
-        "bahdanau": {"model": {"emb": 9, "hidden": 37, "align_hidden": 11, "maxout": 7}, "batch": 5, "src_len": 9, "tgt_len": 6},
+        "bahdanau": {"model": {"emb": 9, "hidden": 67, "align_hidden": 131, "maxout": 7}, "batch": 5, "src_len": 9, "tgt_len": 6},
         "luong": {"model": {"emb": 9, "hidden": 37, "layers": 2, "window": 2, "max_positions": 7}, "batch": 5, "src_len": 9, "tgt_len": 6},
     },
     "paper": {
