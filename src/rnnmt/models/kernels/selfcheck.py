@@ -35,9 +35,9 @@ from rnnmt.models.kernels import stages
 SLACK = 8.0
 TOLERANCE = {torch.float32: 1e-6, torch.bfloat16: 2.0**-7, torch.float16: 2.0**-10}
 
-# Columns of the guard's output softmax: more than two of its Triton kernel's column tiles (triton_update.py),
-# so that the passes over a row's tiles are compared, not only a row that fits one.
-SOFTMAX_COLUMNS = 5000
+# Columns of the guard's output softmax, and weights of its updates: more than two of their Triton kernels' tiles
+# and blocks (2,048, triton_update.py), so that the passes over several are compared, not only one that fits.
+WIDE = 5000
 
 # The small model the guard trains one update of: the system's architecture at these sizes.
 SMALL = {"emb": 8, "hidden": 16, "align_hidden": 16, "maxout": 8, "output_rank": None, "window": 2, "max_positions": 6}
@@ -141,21 +141,20 @@ def _stage_differences(model_cfg: dict[str, Any], device: torch.device, precisio
             logits, _ = model(src, src_mask, tgt)
             nll = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), tgt.flatten(), reduction="none")
         (nll * tgt_mask.flatten()).sum().backward()
-        _update_stages(model, logits.detach().flatten(0, 1), tgt.flatten())
+        _update_stages(logits.detach().flatten(0, 1), tgt.flatten())
     return found
 
 
-def _update_stages(model: torch.nn.Module, logits: Tensor, target: Tensor) -> None:
-    """The stages after the loops on these logits and gradients: the output softmax (the logits widened with random
-    columns to SOFTMAX_COLUMNS), and each optimiser's clipped update of the first parameter (clipping to half the
-    gradient's norm, so that it rescales)."""
-    extra = torch.randn(len(target), SOFTMAX_COLUMNS - logits.shape[1], device=logits.device).to(logits.dtype)
-    wide = torch.cat([logits, extra], dim=1)
-    stages.output_softmax(wide, torch.randn(SOFTMAX_COLUMNS, device=logits.device), target, logits.new_empty(len(target), dtype=torch.float32))
-    param = next(p for p in model.parameters() if p.grad is not None)
-    norm = param.grad.norm()
-    stages.adadelta_update(param.detach().clone(), param.grad, torch.rand_like(param), torch.rand_like(param), norm, 1.0, float(norm) / 2, 0.95, 1e-6)
-    stages.sgd_update(param.detach().clone(), param.grad, norm, 1.0, float(norm) / 2)
+def _update_stages(logits: Tensor, target: Tensor) -> None:
+    """The stages after the loops: the output softmax on these logits widened with random columns to WIDE, and each
+    optimiser's clipped update of WIDE random weights (clipping to half the gradient's norm, so that it rescales)."""
+    device = logits.device
+    extra = torch.randn(len(target), WIDE - logits.shape[1], device=device).to(logits.dtype)
+    stages.output_softmax(torch.cat([logits, extra], dim=1), torch.randn(WIDE, device=device), target, logits.new_empty(len(target), dtype=torch.float32))
+    param, grad = torch.randn(WIDE, device=device), torch.randn(WIDE, device=device)
+    norm = grad.norm()
+    stages.adadelta_update(param.clone(), grad, torch.rand_like(param), torch.rand_like(param), norm, 1.0, float(norm) / 2, 0.95, 1e-6)
+    stages.sgd_update(param, grad, norm, 1.0, float(norm) / 2)
 
 
 def small(model_cfg: dict[str, Any]) -> dict[str, Any]:
