@@ -106,6 +106,17 @@ def test_the_triton_kernels_compute_what_their_references_compute():
     assert all(value <= 1e-5 for value in found["update"].values()), found["update"]
 
 
+def test_the_comparison_keeps_infinities_out_of_the_norms():
+    """Columns a stage leaves alone hold what the buffer held (uninitialised memory: an infinity now and then) on
+    both sides: equal, not inf − inf = NaN; an infinity on one side only fails."""
+    exact = torch.tensor([1.0, float("inf"), 2.0, -float("inf")], dtype=torch.float64)
+    same = exact.float()
+    assert selfcheck._difference(same, same, exact)[0] == 0.0
+    for wrong in ([1.0, 5.0, 2.0, -float("inf")], [1.0, float("inf"), float("inf"), -float("inf")]):
+        share, words = selfcheck._difference(torch.tensor(wrong), same, exact)
+        assert share == float("inf") and "infinity" in words
+
+
 # The guard: each Triton stage beside its reference before a run relies on it (selfcheck.py). Here the "Triton
 # kernels" are stand-ins (the references, or broken copies of them), so that the guard's behaviour is tested
 # without Triton; test_kernels_cuda.py runs it with the real kernels on a GPU.
