@@ -49,6 +49,25 @@ def test_length_filter_drops_pairs_instead_of_truncating(tiny_corpus):
             assert b.src[row, int(data.src_lengths[i])] == Vocab.EOS
 
 
+@pytest.mark.parametrize("eos, reverse, multiple", [(True, False, 1), (False, True, 1), (True, True, 8), (False, False, 8)])
+def test_a_batch_lays_out_each_sentence_as_the_model_reads_it(tiny_corpus, eos, reverse, multiple):
+    data = ParallelData.load(tiny_corpus["data"])
+    stream = BatchStream(data, batch_size=5, sort_k=2, max_len=None, seed=3, source=SourceFormat(eos, reverse), pad_to=multiple)
+    for u in range(6):
+        b = stream.batch(u)
+        src_lengths, tgt_lengths = data.src_lengths[b.indices], data.tgt_lengths[b.indices]
+        assert b.src.shape[1] % multiple == 0 and b.src.shape[1] >= int(src_lengths.max()) + eos
+        assert b.tgt.shape[1] % multiple == 0 and b.tgt.shape[1] >= int(tgt_lengths.max()) + 1
+        for row, i in enumerate(b.indices.tolist()):
+            words = data.src(i).flip(0) if reverse else data.src(i)
+            expected_src = torch.cat([words, torch.tensor([Vocab.EOS] * eos, dtype=torch.long)])
+            expected_tgt = torch.cat([data.tgt(i), torch.tensor([Vocab.EOS])])
+            for ids, mask, expected in ((b.src, b.src_mask, expected_src), (b.tgt, b.tgt_mask, expected_tgt)):
+                assert torch.equal(ids[row, : len(expected)], expected)
+                assert (ids[row, len(expected) :] == Vocab.PAD).all()
+                assert torch.equal(mask[row], ids[row] != Vocab.PAD)
+
+
 def test_batches_are_a_function_of_the_update_and_sorted_within_a_group(tiny_corpus):
     data = ParallelData.load(tiny_corpus["data"])
     a = BatchStream(data, batch_size=4, sort_k=3, max_len=None, seed=7)

@@ -59,16 +59,25 @@ def round_up(n: int, multiple: int) -> int:
     return n + -n % multiple
 
 
-def pad(seqs: list[Tensor], eos: bool = True, multiple: int = 1) -> tuple[Tensor, Tensor]:
+def pad(seqs: list[Tensor], eos: bool = True, multiple: int = 1, reverse: bool = False) -> tuple[Tensor, Tensor]:
     """Stack id sequences into [B, width] with EOS after each (when `eos`) and PAD after that; the width is
     rounded up to a multiple of `multiple` (static shapes: train/graphs.py)."""
-    width = round_up(max(max(len(s) for s in seqs) + eos, 1), multiple)
-    ids = torch.full((len(seqs), width), Vocab.PAD, dtype=torch.long)
-    for row, s in enumerate(seqs):
-        ids[row, : len(s)] = s
-        if eos:
-            ids[row, len(s)] = Vocab.EOS
-    return ids, ids != Vocab.PAD
+    return pad_flat(torch.cat(seqs), torch.tensor([len(s) for s in seqs], dtype=torch.long), eos, multiple, reverse)
+
+
+def pad_flat(ids: Tensor, lengths: Tensor, eos: bool = True, multiple: int = 1, reverse: bool = False) -> tuple[Tensor, Tensor]:
+    """`pad` of the sequences laid end to end in `ids` with `lengths` (each reversed where `reverse`); a few
+    tensor operations, not one per sentence: on a GPU the host makes every update's batch."""
+    width = round_up(max(int(lengths.max()) + eos, 1), multiple)
+    cols = torch.arange(width)
+    real = cols < lengths.unsqueeze(1)
+    within = lengths.unsqueeze(1) - 1 - cols if reverse else cols.expand(len(lengths), width)
+    starts = torch.cumsum(lengths, 0) - lengths
+    out = torch.full((len(lengths), width), Vocab.PAD, dtype=torch.long)
+    out[real] = ids[(starts.unsqueeze(1) + within)[real]]
+    if eos:
+        out[torch.arange(len(lengths)), lengths] = Vocab.EOS
+    return out, out != Vocab.PAD
 
 
 @dataclass(frozen=True)
@@ -85,7 +94,11 @@ class SourceFormat:
 
     def batch(self, seqs: list[Tensor], multiple: int = 1) -> tuple[Tensor, Tensor]:
         """Padded source ids [B, S] and mask, in the model's layout (S a multiple of `multiple`)."""
-        return pad([s.flip(0) for s in seqs] if self.reverse else seqs, eos=self.eos, multiple=multiple)
+        return pad(seqs, self.eos, multiple, self.reverse)
+
+    def batch_flat(self, ids: Tensor, lengths: Tensor, multiple: int = 1) -> tuple[Tensor, Tensor]:
+        """`batch` of the sentences laid end to end in `ids` with `lengths`."""
+        return pad_flat(ids, lengths, self.eos, multiple, self.reverse)
 
     def words(self, mask: Tensor) -> Tensor:
         """The number of source words [B] in a batch laid out this way (its EOS not counted)."""
@@ -100,8 +113,9 @@ class SourceFormat:
 
 def collate(data: ParallelData, indices: Tensor, source: SourceFormat = SourceFormat(), multiple: int = 1) -> Batch:
     """The batch of the given pair indices, its widths multiples of `multiple`."""
-    src, src_mask = source.batch([data.src(int(i)) for i in indices], multiple)
-    tgt, tgt_mask = pad([data.tgt(int(i)) for i in indices], multiple=multiple)
+    part = data.subset(indices)
+    src, src_mask = source.batch_flat(part.src_ids, part.src_lengths, multiple)
+    tgt, tgt_mask = pad_flat(part.tgt_ids, part.tgt_lengths, multiple=multiple)
     return Batch(src, src_mask, tgt, tgt_mask, indices)
 
 
