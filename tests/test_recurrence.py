@@ -10,6 +10,7 @@ import torch
 from torch.autograd import gradcheck
 
 from rnnmt.models.build import build_model, set_recurrence
+from rnnmt.models.kernels import padding
 from rnnmt.models.recurrence import AttentiveGRULoop, GRUScan, LuongFeedLoop
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
@@ -109,6 +110,28 @@ def test_output_nll_is_cross_entropy_with_its_gradient(bias, block_rows, row_byt
     expected = torch.autograd.grad(reference, params, upstream)
     for e, g in zip(expected, torch.autograd.grad(got, params, upstream)):
         assert torch.allclose(e, g, atol=1e-12)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("autocast", [False, True])
+def test_a_padded_product_is_the_product(bias, autocast, monkeypatch):
+    """aligned_linear with 16-byte rows (as on a GPU): 7 inputs and 5 outputs padded to 8 and 6 float64 values or
+    8 and 8 bfloat16 ones (float32 under autocast); the same values and gradients as nn.functional.linear, the
+    output unpadded."""
+    monkeypatch.setitem(padding.ROW_BYTES, "cpu", 16)
+    assert padding.padded(7, F64, torch.device("cpu")) == 8 and padding.padded(5, torch.bfloat16, torch.device("cpu")) == 8
+    torch.manual_seed(0)
+    dtype = torch.float32 if autocast else F64
+    x, weight = rand(3, 4, 7).to(dtype).requires_grad_(), rand(5, 7).to(dtype).requires_grad_()
+    b = rand(5).to(dtype).requires_grad_() if bias else None
+    params = [x, weight, *([b] if bias else [])]
+    upstream = torch.rand(3, 4, 5, dtype=dtype)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        got, expected = padding.aligned_linear(x, weight, b), torch.nn.functional.linear(x, weight, b)
+    assert got.shape == expected.shape == (3, 4, 5) and got.dtype == expected.dtype
+    assert torch.equal(got, expected) if autocast else torch.allclose(got, expected, atol=1e-12)
+    for e, g in zip(torch.autograd.grad(expected, params, upstream), torch.autograd.grad(got, params, upstream)):
+        assert e.dtype == g.dtype and torch.allclose(e, g, atol=1e-2 if autocast else 1e-12)
 
 
 def test_a_reused_output_workspace_is_an_error_not_a_wrong_gradient():

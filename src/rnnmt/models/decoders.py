@@ -25,6 +25,7 @@ from rnnmt.models.encoders import Embedding, Encoded
 from rnnmt.models.gru import GroundhogGRU
 from rnnmt.models.initialisation import Rule, Scheme, linear_rules, prefixed
 from rnnmt.models.kernels.loops import LuongFeedKernels
+from rnnmt.models.kernels.padding import AlignedLinear
 from rnnmt.models.recurrence import LuongFeedLoop
 from rnnmt.text.vocab import Vocab
 
@@ -63,11 +64,11 @@ class BahdanauDecoder(nn.Module):
         self.gru = GroundhogGRU(emb_dim, hidden, context_size)
         self.attention: BahdanauAttention = ATTENTIONS[attention](hidden, context_size, align_hidden)
         self.U_o = nn.Linear(hidden, 2 * maxout_units)  # the only readout bias (§1.5)
-        self.V_o = nn.Linear(emb_dim, 2 * maxout_units, bias=False)
+        self.V_o = AlignedLinear(emb_dim, 2 * maxout_units, bias=False)
         self.C_o = nn.Linear(context_size, 2 * maxout_units, bias=False)
         # GroundHog factorises W_o as 500 -> 620 -> K_y (rank_n_approx); the paper writes one matrix.
         if output_rank:
-            self.W_o = nn.Sequential(nn.Linear(maxout_units, output_rank, bias=False), nn.Linear(output_rank, vocab_size))
+            self.W_o = nn.Sequential(AlignedLinear(maxout_units, output_rank, bias=False), nn.Linear(output_rank, vocab_size))
         else:
             self.W_o = nn.Linear(maxout_units, vocab_size)
 

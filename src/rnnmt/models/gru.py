@@ -11,6 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from rnnmt.models.kernels.loops import scan_directions
+from rnnmt.models.kernels.padding import AlignedLinear
 from rnnmt.models.initialisation import Rule, Scheme
 from rnnmt.models.recurrence import GRUScan
 
@@ -30,7 +31,7 @@ class GroundhogGRU(nn.Module):
         super().__init__()
         self.hidden_size = hidden_size
         # [W_z; W_r; W] applied to the input; the candidate's bias is the only bias (§1.2).
-        self.W_in = nn.Linear(input_size, 3 * hidden_size, bias=False)
+        self.W_in = AlignedLinear(input_size, 3 * hidden_size, bias=False)  # 620-wide embeddings: padding.py
         self.b_cand = nn.Parameter(torch.zeros(hidden_size))
         self.U_gates = nn.Linear(hidden_size, 2 * hidden_size, bias=False)  # [U_z; U_r]
         self.U_cand = nn.Linear(hidden_size, hidden_size, bias=False)  # U

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from rnnmt.models.kernels import stages
+from rnnmt.models.kernels import padding, stages
 from rnnmt.models.recurrence import explicit_precision
 
 
@@ -35,7 +35,7 @@ class Workspace:
         # a GPU (bench.kernels_per_update counts a GPU's kernels on a CPU so).
         self.blocked = True
         self.kernels = False  # the softmax as one stage (stages.output_softmax), else as torch operations
-        self.row_bytes = dict(ROW_BYTES)
+        self.row_bytes = dict(padding.ROW_BYTES)
         self.padded: Tensor | None = None
 
     def reserve(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> None:
@@ -63,11 +63,9 @@ class Workspace:
         return self.padded
 
     def row_stride(self, cols: int, dtype: torch.dtype, device: torch.device) -> int:
-        """`cols` rounded up to the device's multiple of bytes (ROW_BYTES): cuBLAS takes its Hopper kernels for the
-        output layer's three products only where every dimension is a multiple of 16 bytes; with Luong's 50,004
-        words, or RNNsearch's 620 features, it ran Ampere kernels (cutlass_80 …_align2) on an H100."""
-        multiple = max(1, self.row_bytes.get(device.type, 1) // dtype.itemsize)
-        return -(-cols // multiple) * multiple
+        """`cols` rounded up as the device's products want them (models/kernels/padding.py): Luong's 50,004 words
+        and RNNsearch's 620 features are not a multiple of 16 bytes."""
+        return padding.padded(cols, dtype, device, self.row_bytes)
 
 
 class OutputNLL(torch.autograd.Function):
@@ -117,10 +115,6 @@ def _pad_columns(x: Tensor, cols: int) -> Tensor:
 # Logits per block of rows in OutputNLL's forward pass on a CPU: 1 MiB of float32, within a core's L2 cache
 # (38 rows of a 6.7k vocabulary; 36–256 rows measured, docs/performance.md).
 CACHE_FLOATS = 2**18
-
-
-# The multiple of bytes the output layer's products pad the vocabulary to, by device type (Workspace.row_stride).
-ROW_BYTES = {"cuda": 16}
 
 
 # Under autocast the rows go to the output layer in multiples of this: oneDNN compiles a bfloat16 matrix
