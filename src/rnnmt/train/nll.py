@@ -85,7 +85,7 @@ class OutputNLL(torch.autograd.Function):
         N, V = h.shape[0], weight.shape[0]
         w = workspace.weight(weight, p.compute)
         logits = workspace.take(N, w.shape[0], p.compute, h.device)
-        torch.mm(_pad_columns(h.to(p.compute), w.shape[1]), w.t(), out=logits)  # the logits, until each block becomes P − Y
+        torch.mm(padding.pad_columns(h.to(p.compute), w.shape[1]), w.t(), out=logits)  # the logits, until each block becomes P − Y
         nll = torch.empty(N, dtype=p.acc, device=h.device)
         softmax = stages.output_softmax if workspace.kernels else stages.output_softmax.__wrapped__
         step = max(1, CACHE_FLOATS // V) if workspace.blocked and h.device.type == "cpu" else N
@@ -102,14 +102,9 @@ class OutputNLL(torch.autograd.Function):
         h, w, delta = ctx.saved_tensors
         p, g, V, F = ctx.precision, grad.unsqueeze(1), ctx.vocab, h.shape[1]
         d_h = p.mm(delta, w)[:, :F].mul_(g)
-        d_weight = p.mm(delta.t(), p.weight(_pad_columns(h * g, w.shape[1])))[:V, :F]
+        d_weight = p.mm(delta.t(), p.weight(padding.pad_columns(h * g, w.shape[1])))[:V, :F]
         d_bias = p.mm(g.t(), delta[:, :V]).squeeze(0) if ctx.has_bias else None
         return d_h, d_weight, d_bias, None, None
-
-
-def _pad_columns(x: Tensor, cols: int) -> Tensor:
-    """x [N, F] with zero columns up to `cols` (itself where F is cols)."""
-    return x if x.shape[1] == cols else nn.functional.pad(x, (0, cols - x.shape[1]))
 
 
 # Logits per block of rows in OutputNLL's forward pass on a CPU: 1 MiB of float32, within a core's L2 cache

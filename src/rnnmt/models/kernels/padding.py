@@ -22,6 +22,11 @@ def padded(cols: int, dtype: torch.dtype, device: torch.device, row_bytes: dict[
     return -(-cols // multiple) * multiple
 
 
+def pad_columns(x: Tensor, cols: int) -> Tensor:
+    """x [..., F] with zero columns up to `cols` (itself where F is cols)."""
+    return x if x.shape[-1] == cols else nn.functional.pad(x, (0, cols - x.shape[-1]))
+
+
 def aligned_linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """nn.functional.linear(x, weight, bias) with the input features and the outputs padded as the device wants
     them (the outputs' padding is sliced off: a view)."""
@@ -34,7 +39,7 @@ def aligned_linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Ten
         return nn.functional.linear(x, weight, bias)
     w = nn.functional.pad(weight.to(dtype), (0, Kp - K, 0, Np - N))
     b = nn.functional.pad(bias.to(dtype), (0, Np - N)) if bias is not None else None
-    return nn.functional.linear(nn.functional.pad(x.to(dtype), (0, Kp - K)), w, b)[..., :N]
+    return nn.functional.linear(pad_columns(x.to(dtype), Kp), w, b)[..., :N]
 
 
 class AlignedLinear(nn.Linear):
