@@ -93,7 +93,7 @@ def test_output_nll_is_cross_entropy_with_its_gradient(bias, block_rows, row_byt
     workspace = Workspace()
     workspace.kernels = stage
     if row_bytes:
-        workspace.row_bytes = {"cpu": row_bytes}
+        monkeypatch.setitem(padding.ROW_BYTES, "cpu", row_bytes)
     if block_rows:
         monkeypatch.setattr(nll, "CACHE_FLOATS", 11 * block_rows)
     torch.manual_seed(0)

@@ -35,12 +35,11 @@ class Workspace:
         # a GPU (bench.kernels_per_update counts a GPU's kernels on a CPU so).
         self.blocked = True
         self.kernels = False  # the softmax as one stage (stages.output_softmax), else as torch operations
-        self.row_bytes = dict(padding.ROW_BYTES)
         self.padded: Tensor | None = None
 
     def reserve(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> None:
         """Allocate for the largest batch now and never again: captured CUDA graphs keep its address."""
-        self.buffer, self.fixed = torch.empty(rows * self.row_stride(cols, dtype, device), dtype=dtype, device=device), True
+        self.buffer, self.fixed = torch.empty(rows * padding.padded(cols, dtype, device), dtype=dtype, device=device), True
 
     def take(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> Tensor:
         size = rows * cols
@@ -51,21 +50,17 @@ class Workspace:
         return self.buffer[:size].view(rows, cols)
 
     def weight(self, weight: Tensor, dtype: torch.dtype) -> Tensor:
-        """The output layer's weight [V, F] in `dtype` as the products read it: on a GPU with zero rows and columns up
-        to `row_stride` (their logits, P − Y and gradients are 0; the real values are copied in every pass)."""
+        """The output layer's weight [V, F] in `dtype` as the products read it: on a GPU with zero rows and columns up to
+        the device's multiple (models/kernels/padding.py; their logits, P − Y and gradients are 0; the real values are
+        copied in every pass)."""
         V, F = weight.shape
-        shape = (self.row_stride(V, dtype, weight.device), self.row_stride(F, dtype, weight.device))
+        shape = (padding.padded(V, dtype, weight.device), padding.padded(F, dtype, weight.device))
         if shape == (V, F):
             return weight.to(dtype)
         if self.padded is None or self.padded.shape != shape or self.padded.dtype != dtype or self.padded.device != weight.device:
             self.padded = weight.new_zeros(shape, dtype=dtype)
         self.padded[:V, :F].copy_(weight)
         return self.padded
-
-    def row_stride(self, cols: int, dtype: torch.dtype, device: torch.device) -> int:
-        """`cols` rounded up as the device's products want them (models/kernels/padding.py): Luong's 50,004 words
-        and RNNsearch's 620 features are not a multiple of 16 bytes."""
-        return padding.padded(cols, dtype, device, self.row_bytes)
 
 
 class OutputNLL(torch.autograd.Function):

@@ -16,9 +16,9 @@ from torch import Tensor, nn
 ROW_BYTES = {"cuda": 16}
 
 
-def padded(cols: int, dtype: torch.dtype, device: torch.device, row_bytes: dict[str, int] = ROW_BYTES) -> int:
+def padded(cols: int, dtype: torch.dtype, device: torch.device) -> int:
     """`cols` values of `dtype` rounded up to the device's multiple of bytes."""
-    multiple = max(1, row_bytes.get(device.type, 1) // dtype.itemsize)
+    multiple = max(1, ROW_BYTES.get(device.type, 1) // dtype.itemsize)
     return -(-cols // multiple) * multiple
 
 
