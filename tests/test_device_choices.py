@@ -103,11 +103,10 @@ def test_show_system_prints_what_a_cuda_device_would_choose_and_why(capsys, monk
 LSTM_UNDER_AUTOCAST = """
 import torch
 from conftest import tiny_luong_config
-from rnnmt.models.build import build_model, set_recurrence
+from rnnmt.models.build import build_model
 from rnnmt.train.batching import SourceFormat
 cfg = tiny_luong_config(feed_input=False)
-model = build_model(cfg, 20, 22)
-set_recurrence(model, "plain")  # torch's LSTM for the encoder too
+model = build_model(cfg, 20, 22)  # plain: torch's LSTM for the encoder too
 src, mask = SourceFormat.of(cfg).batch([torch.tensor([5, 6, 7, 8]), torch.tensor([9, 10])])
 with torch.autocast("cpu", dtype=torch.bfloat16):
     hidden, _ = model.features(src, mask, torch.tensor([[9, 10, 2], [11, 2, 0]]))

@@ -3,7 +3,7 @@
 Their torch references (what a CPU runs) must train as the fused loops do, for every architecture and
 attention; their Triton kernels, run on a CPU by Triton's interpreter, must compute what the references
 compute, in float32 and with bfloat16 products; an update must launch far fewer kernels; and a kernel that
-fails its check on the device that trains (selfcheck.py) must leave that run on the fused loops.
+fails its check on the device that trains (train/selfcheck.py) must leave that run on the fused loops.
 The same on a GPU: test_kernels_cuda.py.
 """
 
@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from rnnmt.models.kernels import selfcheck, stages
+from rnnmt.recurrence.kernels import stages
+from rnnmt.train import selfcheck
 from test_bench import tiny_paper_config  # noqa: F401 (a fixture)
 from conftest import tiny_luong_config
 from test_graphs import SYSTEMS, five_updates, make_trainer
@@ -117,39 +118,40 @@ def test_the_comparison_keeps_infinities_out_of_the_norms():
         assert share == float("inf") and "infinity" in words
 
 
-# The guard: each Triton stage beside its reference before a run relies on it (selfcheck.py). Here the "Triton
-# kernels" are stand-ins (the references, or broken copies of them), so that the guard's behaviour is tested
-# without Triton; test_kernels_cuda.py runs it with the real kernels on a GPU.
+# The guard: each Triton stage beside its reference before a run relies on it (train/selfcheck.py). Here the
+# "Triton kernels" are stand-ins (the references, or broken copies of them), so that the guard's behaviour is
+# tested without Triton; test_kernels_cuda.py runs it with the real kernels on a GPU.
 
 
-def _stand_ins(broken: dict[str, object]) -> dict[str, object]:
-    """Every stage's launcher: its reference, or the broken one given."""
-    return {name: broken.get(name, getattr(stages, name).__wrapped__) for name in stages.STAGES}
-
-
-def _failing_to_compile(*args: object) -> None:
+def _failing_to_compile(stage: stages.Stage) -> None:
     raise RuntimeError("CompilationError: at 12:4: unsupported ptr type in tl.store\nmore lines of the compiler's message")
 
 
-def _off_by_a_little(*args: object) -> None:
-    stages.luong_attention.__wrapped__(*args)
-    args[14].mul_(1.001)  # ctx: the context, 0.1% off
+def _off_by_a_little(stage: stages.LuongStep) -> None:
+    stage.reference()
+    stage.ctx.mul_(1.001)  # the context, 0.1% off
 
 
 @pytest.fixture
 def stand_in_kernels(monkeypatch):
-    """Run the stages as 'Triton kernels' on the CPU, each checked afresh; yields a setter for the broken ones."""
+    """Run the stages as 'Triton kernels' on the CPU, each checked afresh; yields a setter for the broken ones (by
+    stage name)."""
     monkeypatch.setattr(selfcheck, "_verify", selfcheck._verify.__wrapped__)  # no cache between tests
-    launchers = _stand_ins({})
-    monkeypatch.setattr(stages, "triton_launchers", lambda: launchers)
+    for cls in stages.STAGES.values():
+        monkeypatch.setattr(cls, "launch", cls.reference)
+
+    def breaking(broken: dict[str, object]) -> None:
+        for name, launch in broken.items():
+            monkeypatch.setattr(stages.STAGES[name], "launch", launch)
+
     with stages.implementation("triton"):
-        yield lambda broken: launchers.update(broken)
+        yield breaking
 
 
 def test_the_guard_keeps_kernels_that_compute_what_their_references_do(tiny_corpus, tmp_path, stand_in_kernels):
     trainer = make_trainer(tiny_corpus, tmp_path, "luong-global-feed", recurrence="kernels")
     assert trainer.choices["recurrence"].value == "kernels"
-    assert "each Triton stage checked against its torch reference on cpu" in trainer.choices["recurrence"].why
+    assert "each Triton stage against its torch reference on cpu" in trainer.choices["recurrence"].why
 
 
 @pytest.mark.parametrize(
@@ -168,12 +170,14 @@ def test_a_stage_that_fails_its_check_leaves_the_run_on_the_fused_loops(tiny_cor
     lines = [line for line in capsys.readouterr().err.splitlines() if "recurrence kernels:" in line]
     assert len(lines) == 1 and why in lines[0] and lines[0].endswith("this run trains with recurrence fused"), lines
     meta = trainer.run()
-    assert meta["updates"] == 4 and meta["settings"]["recurrence"] == "fused"
-    assert all(not module.kernels for module in trainer.model.modules() if hasattr(module, "kernels"))
+    assert meta["updates"] == 4 and meta["settings"]["recurrence"] == "fused" and why in meta["settings_why"]["recurrence"]
+    assert trainer.model.encoder.loops.name == trainer.model.decoder.loops.name == "fused"
 
 
-def test_the_guard_checks_only_where_triton_would_run(tiny_corpus, tmp_path, monkeypatch):
-    """On a CPU the stages run their references: nothing to check, and `kernels` stays as asked."""
-    monkeypatch.setattr(selfcheck, "verify", lambda *args: pytest.fail("the guard ran where no Triton kernel runs"))
+def test_the_guard_checks_stages_only_where_triton_would_run(tiny_corpus, tmp_path, monkeypatch):
+    """On a CPU the stages run their references: no stage to check (the loops are checked against the model), and
+    `kernels` stays as asked."""
+    monkeypatch.setattr(selfcheck, "_verify", selfcheck._verify.__wrapped__)
+    monkeypatch.setattr(selfcheck, "stage_differences", lambda *args: pytest.fail("the stages were checked where no Triton kernel runs"))
     trainer = make_trainer(tiny_corpus, tmp_path, "rnnsearch", recurrence="kernels")
     assert trainer.choices["recurrence"].value == "kernels"

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import triton_stages
-from rnnmt.models.kernels import stages
+from rnnmt.recurrence.kernels import stages
 from rnnmt.train import device_choices
 from test_graphs import SYSTEMS, five_updates, make_trainer
 from test_kernels import DROPOUT

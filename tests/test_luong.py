@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from rnnmt.models.attention import LuongAttention
-from rnnmt.models.build import build_model, set_recurrence
+from rnnmt.models.build import build_model
 from rnnmt.models.encoders import Encoded
 from rnnmt.train.batching import SourceFormat
 
@@ -182,10 +182,10 @@ def test_source_reversal_with_padding_ends_on_the_real_last_word():
 
 
 def test_input_feeding_gives_layer_one_the_previous_attentional_state():
-    """On the plain path, which calls the LSTM once per step (the fused path is checked against it)."""
+    """On the plain path (build_model's default), which calls the LSTM once per step (the fused path is checked
+    against it)."""
     torch.manual_seed(0)
     model = build_model(tiny_luong_config(), 20, 20).eval()
-    set_recurrence(model, "plain")
     dec = model.decoder
     seen_inputs, seen_h_tilde = [], []
     dec.lstm.register_forward_hook(lambda m, args, out: seen_inputs.append(args[0].detach()))

@@ -9,9 +9,10 @@ import pytest
 import torch
 from torch.autograd import gradcheck
 
-from rnnmt.models.build import build_model, set_recurrence
-from rnnmt.models.kernels import padding
-from rnnmt.models.recurrence import AttentiveGRULoop, GRUScan, LuongFeedLoop
+from rnnmt.models import padding
+from rnnmt.models.build import build_model
+from rnnmt.recurrence import forms
+from rnnmt.recurrence.fused import AttentiveGRULoop, FeedTensors, GRUScan, LuongFeedLoop
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train.batching import SourceFormat
@@ -54,16 +55,16 @@ def test_attentive_gru_loop_gradients():
 def test_luong_feed_loop_gradients_with_dropout_and_clipping():
     """The hand-written backward, dropout masks and a binding cell clip included, matches finite differences."""
     torch.manual_seed(0)
-    model = build_model(tiny_luong_config(layers=2, dropout=0.3, state_clip=0.2, init_range=0.8), 20, 22).double().train()
+    model = build_model(tiny_luong_config(layers=2, dropout=0.3, state_clip=0.2, init_range=0.8), 20, 22, forms.loops("fused")).double().train()
     dec = model.decoder
     src, mask = SourceFormat.of(tiny_luong_config()).batch([torch.tensor([5, 6, 7, 8]), torch.tensor([9, 10])])
     enc = model.encode(src, mask)
     captured = {}
     original = LuongFeedLoop.apply
 
-    def capture(spec, *tensors):
-        captured["spec"], captured["tensors"] = spec, tensors
-        captured["out"] = original(spec, *tensors)
+    def capture(loop, *flat):
+        captured["loop"], captured["flat"] = loop, flat
+        captured["out"] = original(loop, *flat)
         return captured["out"]
 
     LuongFeedLoop.apply = capture
@@ -71,16 +72,17 @@ def test_luong_feed_loop_gradients_with_dropout_and_clipping():
         dec.features(enc, torch.tensor([[9, 10, 11, 2], [13, 14, 2, 0]]))
     finally:
         LuongFeedLoop.apply = original
-    spec, tensors = captured["spec"], captured["tensors"]
-    assert spec["feed_mask"] is not None and spec["layer_masks"] is not None
-    assert (spec["feed_mask"] == 0).any() and (spec["feed_mask"] > 1).any()
+    setup, tensors = captured["loop"], captured["flat"]
+    assert setup.feed_mask is not None and setup.layer_masks is not None
+    assert (setup.feed_mask == 0).any() and (setup.feed_mask > 1).any()
     cells = captured["out"][0].grad_fn.saved_tensors[4]  # before clipping
     assert (cells.abs() > 0.2).any()
+    assert len(FeedTensors.of(tensors, setup.layers).W_ih) == 2
     leaves = [t.detach().clone().requires_grad_() if t is not None else None for t in tensors]
 
     def loop(*flat):
         it = iter(flat)
-        return LuongFeedLoop.apply(spec, *[next(it) if t is not None else None for t in leaves])
+        return LuongFeedLoop.apply(setup, *[next(it) if t is not None else None for t in leaves])
 
     assert gradcheck(loop, [t for t in leaves if t is not None], atol=1e-6)
 
@@ -154,12 +156,16 @@ def test_output_nll_skips_padding():
     assert torch.allclose(output_nll(hidden, layer, tgt, rows, Workspace()), (full * mask).sum(1), atol=1e-12)
 
 
-def both_paths(model: torch.nn.Module, src, src_mask, tgt) -> dict[str, tuple]:
-    """Logits, weights and parameter gradients of a loss that reads both, on the fused and the plain path."""
-    out = {}
+def both_paths(cfg: dict, src, src_mask, tgt) -> dict[str, tuple]:
+    """Logits, weights and parameter gradients of a loss that reads both, on the fused and the plain path (the same
+    float64 model of `cfg`, built with each)."""
+    out, weights = {}, None
     for kind in ("fused", "plain"):
-        set_recurrence(model, kind)
-        model.zero_grad()
+        torch.manual_seed(0)
+        model = build_model(cfg, 20, 22, forms.loops(kind)).double()
+        if weights is not None:
+            model.load_state_dict(weights)
+        weights = model.state_dict()
         logits, alpha = model(src, src_mask, tgt)
         (logits.logsumexp(-1).sum() + (alpha**2).sum()).backward()
         out[kind] = (logits.detach(), alpha.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
@@ -177,10 +183,9 @@ def assert_paths_agree(out: dict[str, tuple], atol: float) -> None:
 @pytest.mark.parametrize("encoder,attention", list(itertools.product(["bigru", "gru"], ["additive", "none"])))
 def test_bahdanau_fused_path_equals_the_plain_path(encoder, attention):
     torch.manual_seed(0)
-    model = build_model(tiny_model_config(encoder=encoder, attention=attention), 20, 22).double()
     src = torch.randint(4, 20, (3, 6))
     src_mask = torch.tensor([[1] * 6, [1] * 4 + [0] * 2, [1] * 2 + [0] * 4], dtype=torch.bool)
-    assert_paths_agree(both_paths(model, src, src_mask, torch.randint(4, 22, (3, 5))), 1e-12)
+    assert_paths_agree(both_paths(tiny_model_config(encoder=encoder, attention=attention), src, src_mask, torch.randint(4, 22, (3, 5))), 1e-12)
 
 
 @pytest.mark.parametrize(
@@ -191,10 +196,9 @@ def test_bahdanau_fused_path_equals_the_plain_path(encoder, attention):
 def test_luong_fused_feeding_loop_equals_the_plain_path(kind, score, clip, bias, layers):
     torch.manual_seed(1)
     cfg = tiny_luong_config(attention=kind, score=score, state_clip=clip, bias=bias, layers=layers, init_range=0.5)
-    model = build_model(cfg, 20, 22).double()
     src, src_mask = SourceFormat.of(cfg).batch([torch.tensor([5, 6, 7, 8, 9]), torch.tensor([9, 10]), torch.tensor([11, 12, 13])])
     tgt = torch.tensor([[9, 10, 11, 12, 2], [13, 14, 2, 0, 0], [4, 5, 6, 2, 0]])
-    assert_paths_agree(both_paths(model, src, src_mask, tgt), 1e-12)
+    assert_paths_agree(both_paths(cfg, src, src_mask, tgt), 1e-12)
 
 
 @pytest.mark.parametrize("model", [tiny_model_config(), tiny_luong_config()], ids=["rnnsearch", "luong"])
@@ -221,12 +225,13 @@ def test_luong_fused_encoder_equals_torchs_lstm(clip):
     leaves values there that the attention masks out)."""
     torch.manual_seed(2)
     cfg = tiny_luong_config(layers=3, state_clip=clip, bias=True, init_range=0.6)
-    encoder = build_model(cfg, 20, 22).double().encoder
     src, src_mask = SourceFormat.of(cfg).batch([torch.tensor([5, 6, 7, 8, 9]), torch.tensor([9, 10]), torch.tensor([11, 12, 13])])
-    results = []
-    for fused in (True, False):
-        encoder.fused = fused
-        encoder.zero_grad()
+    results, weights = [], None
+    for kind in ("fused", "plain"):
+        encoder = build_model(cfg, 20, 22, forms.loops(kind)).double().encoder
+        if weights is not None:
+            encoder.load_state_dict(weights)
+        weights = encoder.state_dict()
         enc = encoder(src, src_mask)
         (enc.annotations[src_mask].sin().sum() + enc.summary.cos().sum()).backward()
         results.append((enc.annotations.detach(), enc.summary.detach(), [p.grad.clone() for p in encoder.parameters()]))
@@ -238,19 +243,22 @@ def test_luong_fused_encoder_equals_torchs_lstm(clip):
         assert torch.allclose(f, p, atol=1e-12)
 
 
-def bfloat16_errors(module: torch.nn.Module, outputs) -> dict[str, float]:
-    """Relative error of every parameter gradient of `module` under autocast (bfloat16), fused and plain,
-    against the plain float32 gradient; `outputs()` runs the part of the model under test."""
+def bfloat16_errors(cfg: dict, outputs) -> dict[str, float]:
+    """Relative error of every parameter gradient of a model of `cfg` under autocast (bfloat16), fused and plain,
+    against the plain float32 gradient; `outputs(model)` runs the part of the model under test."""
+    torch.manual_seed(0)
+    models = {kind: build_model(cfg, 20, 22, forms.loops(kind)) for kind in ("plain", "fused")}
+    models["fused"].load_state_dict(models["plain"].state_dict())
     torch.manual_seed(5)
-    weights = [torch.randn_like(o.float()) for o in outputs()]  # a smooth loss on every output
+    weights = [torch.randn_like(o.float()) for o in outputs(models["plain"])]  # a smooth loss on every output
     grads = {}
     for kind, dtype in (("plain", None), ("plain", torch.bfloat16), ("fused", torch.bfloat16)):
-        set_recurrence(module, kind)
-        module.zero_grad()
+        model = models[kind]
+        model.zero_grad()
         with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
-            results = outputs()
+            results = outputs(model)
         sum((o.float() * w).sum() for o, w in zip(results, weights)).backward()
-        grads[(kind, dtype)] = torch.cat([p.grad.flatten() for p in module.parameters() if p.grad is not None])
+        grads[(kind, dtype)] = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
     exact = grads[("plain", None)]
     return {kind: float((grads[(kind, torch.bfloat16)] - exact).norm() / exact.norm()) for kind in ("plain", "fused")}
 
@@ -260,37 +268,32 @@ def test_bfloat16_fused_loops_are_as_accurate_as_autocast():
     gradients are as close to float32 (within 1.5×; a dtype mistake would be off by orders of magnitude).
     (Maxout's selection makes the whole model's gradient discontinuous, so the parts are checked.)"""
     torch.manual_seed(0)
-    model = build_model(tiny_model_config(), 20, 22)
     src = torch.randint(4, 20, (3, 7))
     src_mask = torch.tensor([[1] * 7, [1] * 5 + [0] * 2, [1] * 3 + [0] * 4], dtype=torch.bool)
     tgt = torch.randint(4, 22, (3, 6))
-    dec = model.decoder
 
-    def encoder():
+    def encoder(model):
         enc = model.encode(src, src_mask)
         return [enc.annotations, enc.summary]
 
-    def attention_loop():
-        enc = model.encode(src, src_mask)
-        recur = dec.attention.recurrence if dec.gru.fused else dec._recurrence
-        return list(recur(dec.gru, dec.init_state(enc), dec.gru.project_inputs(dec.embed(tgt)), dec.attention.prepare(enc), enc))
+    def attention_loop(model):
+        enc, dec = model.encode(src, src_mask), model.decoder
+        return list(dec.loops.bahdanau_decoder(dec, dec.init_state(enc), dec.gru.project_inputs(dec.embed(tgt)), dec.attention.prepare(enc), enc))
 
     for outputs in (encoder, attention_loop):
-        errors = bfloat16_errors(model, outputs)
+        errors = bfloat16_errors(tiny_model_config(), outputs)
         assert 0 < errors["fused"] < 1.5 * errors["plain"], (outputs.__name__, errors)
 
 
 @pytest.mark.skipif(not cpu_has_bfloat16(), reason="no bfloat16 reference: without AVX512_BF16 or AMX torch's LSTM runs in float32 (lstm.call)")
 def test_bfloat16_fused_luong_loops_are_as_accurate_as_autocast():
     """The same for Luong's encoder and input-feeding decoder, whose plain path is torch's (oneDNN's) LSTM."""
-    torch.manual_seed(0)
     luong_cfg = tiny_luong_config(layers=2, bias=True)
-    luong = build_model(luong_cfg, 20, 22)
     l_src, l_mask = SourceFormat.of(luong_cfg).batch([torch.tensor([5, 6, 7, 8, 9]), torch.tensor([9, 10])])
     l_tgt = torch.tensor([[9, 10, 11, 12, 2], [13, 14, 2, 0, 0]])
 
-    def luong_features():
-        return list(luong.features(l_src, l_mask, l_tgt))
+    def luong_features(model):
+        return list(model.features(l_src, l_mask, l_tgt))
 
-    errors = bfloat16_errors(luong, luong_features)
+    errors = bfloat16_errors(luong_cfg, luong_features)
     assert 0 < errors["fused"] < 1.5 * errors["plain"], errors

@@ -1,7 +1,7 @@
 """Every Triton stage of rnnmt.models.kernels against its torch reference, through the models that use them.
 
 For each system below, one training update runs with every stage's Triton kernel and its reference on the
-same inputs (models/kernels/selfcheck.py); the worst difference per stage, as a share of its tolerance, is
+same inputs (train/selfcheck.py); the worst difference per stage, as a share of its tolerance, is
 printed as JSON (> 1 fails), with every stage that failed to run. Then a whole padded batch's gradients
 with the Triton kernels against those with the references. On a CPU run it with TRITON_INTERPRET=1 (Triton's
 interpreter: test_kernels.py does); on a GPU, `--device cuda` (test_kernels_cuda.py does).
@@ -21,7 +21,8 @@ from typing import Any
 
 import torch
 
-from rnnmt.models.kernels import selfcheck, stages
+from rnnmt.recurrence.kernels import stages
+from rnnmt.train import selfcheck
 
 from conftest import tiny_luong_config, tiny_model_config
 
@@ -73,13 +74,12 @@ def differences(device: torch.device, precision: str, size: str) -> dict[str, An
 
 def update_difference(model: dict[str, Any], device: torch.device) -> float:
     """The largest difference between a padded batch's gradients with the Triton kernels and with the references."""
-    from rnnmt.models.build import build_model, set_packed, set_recurrence
+    from rnnmt.models.build import build_model
+    from rnnmt.recurrence import forms
     from rnnmt.train.nll import SentenceNLL
 
     torch.manual_seed(0)
-    net = build_model(model, 20, 20).to(device)
-    set_recurrence(net, "kernels")
-    set_packed(net, False)
+    net = build_model(model, 20, 20, forms.loops("kernels", packed=False)).to(device)
     src, tgt = torch.randint(4, 20, (3, 6), device=device), torch.randint(4, 20, (3, 5), device=device)
     src_mask, tgt_mask = torch.ones(3, 6, dtype=torch.bool, device=device), torch.ones(3, 5, dtype=torch.bool, device=device)
     src_mask[1, 4:], tgt_mask[2, 3:] = False, False
@@ -88,7 +88,7 @@ def update_difference(model: dict[str, Any], device: torch.device) -> float:
         with stages.implementation(implementation):
             torch.manual_seed(1)  # the same dropout masks
             net.zero_grad()
-            SentenceNLL(net, kernels=True)(src, src_mask, tgt, tgt_mask).sum().backward()
+            SentenceNLL(net, "kernels")(src, src_mask, tgt, tgt_mask).sum().backward()
         grads.append([p.grad.clone() for p in net.parameters()])
     return max(float((a - b).abs().max()) for a, b in zip(*grads))
 
@@ -102,7 +102,7 @@ def main() -> None:
     with stages.implementation("triton"):
         result = {precision: differences(device, precision, args.sizes) for precision in ("float32", "bfloat16")}
     result["update"] = {name: update_difference(model, device) for name, model in SYSTEMS.items()}
-    result["stages"] = stages.STAGES
+    result["stages"] = list(stages.STAGES)
     print(json.dumps(result))
 
 

@@ -16,8 +16,8 @@ import torch
 from rnnmt.decode.settings import DecodeSettings
 from rnnmt.errors import UserError
 from rnnmt.fileio import read_lines, write_json
-from rnnmt.models.kernels.stages import LAUNCHES
-from rnnmt.models.kernels.stages import REGION as KERNEL_STAGE
+from rnnmt.recurrence.kernels.stages import REGION as KERNEL_STAGE
+from rnnmt.recurrence.kernels.stages import STAGES
 from rnnmt.runtime import cpu_info, log, pick_device, synchronize
 
 WARMUP = 2
@@ -47,7 +47,9 @@ def kernels_per_update(trainer: Any, update: int) -> dict[str, int]:
 
     batch = trainer.stream.batch(update)  # made on the host beforehand, as a data loader would: no launches
     workspace, static = trainer.objective.workspace, trainer.static
-    blocked, workspace.blocked = workspace.blocked, False
+    blocked = workspace is not None and workspace.blocked
+    if workspace is not None:  # the plain recurrence's NLL keeps none
+        workspace.blocked = False
     # A captured update replays its graph: the operators of the same update run eagerly are what the graph holds.
     capture = static.capture if static is not None else False
     if static is not None:
@@ -56,7 +58,8 @@ def kernels_per_update(trainer: Any, update: int) -> dict[str, int]:
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             trainer.step(update, batch)
     finally:
-        workspace.blocked = blocked
+        if workspace is not None:
+            workspace.blocked = blocked
         if static is not None:
             static.capture = capture
     outermost = [e for e in prof.events() if _launches(e) and not any(_launches(a) for a in _ancestors(e))]
@@ -65,7 +68,7 @@ def kernels_per_update(trainer: Any, update: int) -> dict[str, int]:
 
 
 def _launches(event: Any) -> bool:
-    """An operator call, or a stage of models/kernels/stages.py (one Triton kernel on a GPU, torch operations here)."""
+    """An operator call, or a stage of recurrence/kernels/stages.py (one Triton kernel on a GPU, torch operations here)."""
     return event.name.startswith(("aten::", KERNEL_STAGE))
 
 
@@ -75,7 +78,7 @@ def kernels(event: Any) -> int:
     it, or one for a call with none that launches work (views, allocations and dtype no-ops launch nothing)."""
     name = event.name.removeprefix("aten::")
     if name.startswith(KERNEL_STAGE):
-        return LAUNCHES.get(name.removeprefix(KERNEL_STAGE), 1)
+        return STAGES[name.removeprefix(KERNEL_STAGE)].launches
     if name in ONE_KERNEL or name.startswith("_foreach_"):
         return 1
     inner = sum(kernels(c) for c in event.cpu_children if c.name.startswith("aten::"))
@@ -349,8 +352,9 @@ def bench_translate(device: torch.device, *, model: Path, source: Path, steps: i
     """Time beam search over the first steps·batch_size sentences of `source`."""
     from rnnmt.decode.translate import translate_lines
     from rnnmt.models.artifact import load_model
+    from rnnmt.train.selfcheck import checked_loops
 
-    tm = load_model(model, device)
+    tm = load_model(model, device, checked_loops)
     lines = read_lines(source)[: steps * batch_size]
     translate_lines(tm, lines[:batch_size], settings, batch_size=batch_size, device=device)  # warm-up
     synchronize(device)

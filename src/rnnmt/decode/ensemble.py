@@ -22,6 +22,7 @@ from rnnmt.errors import UserError
 from rnnmt.models.artifact import TrainedModel, load_model
 from rnnmt.models.build import Seq2Seq
 from rnnmt.train.batching import SourceFormat
+from rnnmt.train.selfcheck import checked_loops
 
 AVERAGES: dict[str, Callable[[Tensor], Tensor]] = {
     "logits": lambda logits: torch.log_softmax(logits.mean(dim=0), dim=-1),
@@ -73,7 +74,7 @@ def _check_compatible(paths: Sequence[Path], models: Sequence[TrainedModel]) -> 
 
 def load_ensemble(paths: Sequence[Path], device: torch.device, average: str) -> TrainedModel:
     """One model as it is, or several as an ensemble (averaging `average`) that presents itself as one trained model."""
-    models = [load_model(path, device) for path in paths]
+    models = [load_model(path, device, checked_loops) for path in paths]
     if len(models) == 1:
         return models[0]
     _check_compatible(paths, models)

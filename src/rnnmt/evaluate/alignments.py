@@ -17,6 +17,7 @@ from rnnmt.runtime import log, pick_device
 from rnnmt.text.bpe import units
 from rnnmt.text.tokenize import detokenize_lines, tokenize_lines
 from rnnmt.train.batching import SourceFormat, pad
+from rnnmt.train.selfcheck import checked_loops
 
 EOS_LABEL = "<end>"  # as on the axes of the paper's Figure 3
 
@@ -69,7 +70,7 @@ def align_samples(
     """`rnnmt align`: the `fixed` raw sentences first, then `samples` random No-UNK test sentences of the
     given length; writes one panel per sentence."""
     run_on = pick_device(device, gpu_lock_dir)
-    tm = load_model(model, run_on)
+    tm = load_model(model, run_on, checked_loops)
     if tm.system["model"]["attention"] == "none":
         raise UserError(f"{model} is an encoder-decoder without attention; an alignment figure needs an attention model.")
     lines = read_lines(test_src)

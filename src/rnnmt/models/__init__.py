@@ -1,5 +1,2 @@
-"""The networks of both papers: encoders, attention, decoders, their recurrent loops and how they are built."""
-
-# How the recurrent loops run (train.recurrence; models/build.set_recurrence): the hand-written backward of
-# recurrence.py, autograd step by step (the reference), or single-kernel stages (kernels/, the GPU path).
-RECURRENCES = ("fused", "plain", "kernels")
+"""The networks of both papers: encoders, attention, decoders, their equations and how they are built; how their
+teacher-forced loops run (`train.recurrence`) is loops.py's, the fast forms rnnmt/recurrence/'s."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import torch
 from rnnmt import tensorfile
 from rnnmt.errors import UserError
 from rnnmt.models.build import Seq2Seq, build_model
+from rnnmt.models.loops import PLAIN, Loops
 from rnnmt.text.bpe import BpeSegmenter
 from rnnmt.text.vocab import Vocab
 
@@ -61,14 +63,15 @@ def save_model(
     tensorfile.save(path, FORMAT, state)
 
 
-def load_model(path: Path, device: torch.device) -> TrainedModel:
-    """Read a model file written by `save_model`; anything else (foreign, unsafe, damaged) is a clear error."""
+def load_model(path: Path, device: torch.device, loops: Callable[[dict[str, Any]], Loops] = lambda cfg: PLAIN) -> TrainedModel:
+    """Read a model file written by `save_model`; anything else (foreign, unsafe, damaged) is a clear error. The
+    model runs its loops as `loops(its model config)` says (translation: train/selfcheck.checked_loops)."""
     try:
         state = tensorfile.load(path, FORMAT, "model file", "train the system again to replace it (rnnmt train).")
     except FileNotFoundError:
         raise UserError(f"model file {path} does not exist; train the system first (rnnmt train).") from None
     src_vocab, tgt_vocab = Vocab(**state["src_vocab"]), Vocab(**state["tgt_vocab"])
-    model = build_model(state["system"]["model"], len(src_vocab), len(tgt_vocab))
+    model = build_model(state["system"]["model"], len(src_vocab), len(tgt_vocab), loops(state["system"]["model"]))
     model.load_state_dict(state["state_dict"])
     model.to(device).eval()
     codes = state["bpe_codes"] or {}

@@ -8,12 +8,20 @@ decoder calls, and `ATTENTIONS` names the classes that offer it (`model.attentio
 Luong et al.'s attention (§4.2–4.3) is `LuongAttention`: global or local (local-m, local-p) over the top
 encoder states h̄_s, queried by the current decoder state h_t, with the score functions dot, general,
 concat (Luong's simplified v_aᵀ tanh(h̄_s + W_a h_t)) and location (softmax(W_a h_t) over fixed positions).
+Its scores and kinds are data: `LUONG_SCORES` and `LUONG_KINDS` map each name to its equation and say which
+fast forms compute it (docs/equations.md: adding one).
+
+The equations are the functions below (`additive_terms`, `additive_energies`, `attention_weights`,
+`attention_context`, `dot_energies`, `location_energies`, `monotonic_centre`, `predicted_position`,
+`gaussian`); the modules compose them, and so do the fast loops (recurrence/) and the kernel stages' torch
+references, so that an edit here reaches every path (train/selfcheck.py checks their backward passes).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
@@ -21,10 +29,31 @@ from torch import Tensor, nn
 
 from rnnmt.errors import UserError
 from rnnmt.models.encoders import Encoded
-from rnnmt.models.gru import GroundhogGRU
 from rnnmt.models.initialisation import Initialised, Rule, Scheme, normal, zeros
-from rnnmt.models.kernels.loops import AttentiveGRUKernels
-from rnnmt.models.recurrence import AttentiveGRULoop
+
+
+def additive_terms(keys: Tensor, queries: Tensor, out: Tensor | None = None) -> Tensor:
+    """tanh(U_a h_j + W_a s) [B, k, S, A] for k query terms [B, k, A] per sentence against its keys [B, S, A]."""
+    return torch.add(keys.unsqueeze(1), queries.unsqueeze(2), out=out).tanh_()
+
+
+def additive_energies(terms: Tensor, v: Tensor, out: Tensor | None = None) -> Tensor:
+    """e = v_aᵀ terms: rows [N, A] -> [N, 1], for v_a's weight [1, A]."""
+    return torch.mm(terms, v.t(), out=out)
+
+
+def attention_weights(energies: Tensor, allowed: Tensor, out: Tensor | None = None) -> Tensor:
+    """α = softmax of the energies over the allowed positions (the last dimension); a row with none allowed gets
+    no weight, not NaN."""
+    masked = energies.masked_fill(~allowed, float("-inf"))
+    if out is None:
+        return torch.softmax(masked, dim=-1).nan_to_num(0.0)  # out of place: autograd keeps the softmax's output
+    return torch.softmax(masked, dim=-1, out=out).nan_to_num_(0.0)
+
+
+def attention_context(alpha: Tensor, annotations: Tensor, out: Tensor | None = None) -> Tensor:
+    """c = Σ_s α_s h_s: weights [B, k, S] and annotations [B, S, C] -> [B, k, C]."""
+    return torch.bmm(alpha, annotations, out=out)
 
 
 class Attention(Initialised, Protocol):
@@ -35,16 +64,12 @@ class Attention(Initialised, Protocol):
 
 
 class BahdanauAttention(Attention, Protocol):
-    """What BahdanauDecoder calls: one step's contexts and weights, and the fused teacher-forced loop."""
+    """What BahdanauDecoder calls: one step's contexts and weights."""
 
     static: bool  # the context is the same at every step (RNNencdec), so the decoder hoists C·c out of its loop
 
     def __call__(self, query: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor]:
         """The contexts [N, A] and weights [N, S] of N = B·k queries [N, Q], k per source sentence in a row."""
-        ...
-
-    def recurrence(self, gru: GroundhogGRU, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
-        """The decoder's teacher-forced loop from s_0 over projected inputs [B, T, 3H]: queries, contexts, weights."""
         ...
 
 
@@ -58,26 +83,26 @@ _ROW_BLOCK = 32
 
 
 def tanh_energies(keys: Tensor, queries: Tensor, v: nn.Linear) -> Tensor:
-    """vᵀ tanh(k_s + q) [B, k, S] for k queries [B, k, A] per sentence against its keys [B, S, A].
+    """vᵀ tanh(k_s + q) [B, k, S] for k queries [B, k, A] per sentence against its keys [B, S, A]
+    (`additive_terms`, then `additive_energies`).
 
     Under autograd this is one expression. Without it (beam search) the [B, k, S, A] pre-activations are
     not kept: a few sentences at a time go through one reused buffer, which stays in the cache, instead of
     a fresh tensor of every hypothesis and position written to memory and read back twice.
     """
-    if torch.is_grad_enabled():
-        return v(torch.tanh(keys.unsqueeze(1) + queries.unsqueeze(2))).squeeze(-1)
     batch, length, width = keys.shape
     k = queries.shape[1]
+    if torch.is_grad_enabled():
+        return additive_energies(additive_terms(keys, queries).reshape(-1, width), v.weight).view(batch, k, length)
     rows = k * length  # per sentence
     step = _ROW_BLOCK // math.gcd(rows, _ROW_BLOCK)  # sentences per chunk: a multiple of this keeps rows aligned
     per_chunk = min(batch, max(step, _ENERGY_CHUNK // (rows * width) // step * step))
     buffer = keys.new_empty(per_chunk, k, length, width)
     energies = keys.new_empty(batch, k, length)
-    v_t = v.weight.t()
     for start in range(0, batch, per_chunk):
         end = min(batch, start + per_chunk)
-        pre = torch.add(keys[start:end].unsqueeze(1), queries[start:end].unsqueeze(2), out=buffer[: end - start]).tanh_()
-        torch.mm(pre.view(-1, width), v_t, out=energies[start:end].view(-1, 1))
+        pre = additive_terms(keys[start:end], queries[start:end], out=buffer[: end - start])
+        additive_energies(pre.view(-1, width), v.weight, out=energies[start:end].view(-1, 1))
     return energies
 
 
@@ -117,15 +142,8 @@ class AdditiveAttention(nn.Module):
         sentence in a row (beam search's hypotheses; k = 1 in training)."""
         batch, _, width = keys.shape
         energy = tanh_energies(keys, self.W_a(query).view(batch, -1, width), self.v_a)  # [B, k, S]
-        alpha = torch.softmax(energy.masked_fill(~enc.mask.unsqueeze(1), float("-inf")), dim=-1)
-        return torch.bmm(alpha, enc.annotations).flatten(0, 1), alpha.flatten(0, 1)
-
-    def recurrence(self, gru: GroundhogGRU, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
-        """The decoder's teacher-forced loop with the hand-written backward: queries, contexts, weights (recurrence.py)."""
-        weights = (self.W_a.weight, self.v_a.weight, gru.C_in.weight, gru.U_gates.weight, gru.U_cand.weight, gru.b_cand)
-        loop = AttentiveGRUKernels if gru.kernels else AttentiveGRULoop
-        queries, contexts, alphas = loop.apply(s0, x_proj, keys, enc.annotations, enc.mask, *weights)
-        return queries, contexts, alphas
+        alpha = attention_weights(energy, enc.mask.unsqueeze(1))
+        return attention_context(alpha, enc.annotations).flatten(0, 1), alpha.flatten(0, 1)
 
 
 class NoAttention(nn.Module):
@@ -146,13 +164,82 @@ class NoAttention(nn.Module):
         per_sentence = query.shape[0] // keys.shape[0]
         return keys.repeat_interleave(per_sentence, dim=0), enc.mask.to(keys.dtype).repeat_interleave(per_sentence, dim=0)
 
-    def recurrence(self, gru: GroundhogGRU, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
-        """RNNencdec's loop is a plain GRU scan over W·y_t + C·c (c fixed), from s_0: the states before each word."""
-        steps = x_proj.shape[1]
-        after = gru.scan(x_proj[:, :-1] + gru.project_context(keys).unsqueeze(1), None, h0=s0)
-        queries = torch.cat([s0.unsqueeze(1), after], dim=1)
-        alphas = enc.mask.to(keys.dtype).unsqueeze(1).expand(-1, steps, -1)
-        return queries, keys.unsqueeze(1).expand(-1, steps, -1), alphas
+
+def dot_energies(queries: Tensor, keys: Tensor) -> Tensor:
+    """score(h_t, h̄_s) = h_tᵀ k_s for queries [B, T, H] and keys [B, S, H] (dot: k_s = h̄_s; general: W_a h̄_s)."""
+    return torch.bmm(queries, keys.transpose(1, 2))
+
+
+def location_energies(terms: Tensor, lengths: Tensor, width: int) -> Tensor:
+    """location: W_a h_t [B, T, P] read at each of `width` source positions' slots: [B, T, S]. A sentence of n
+    words sits in slots P − n .. P − 1 (position s in slot P − n + s); a position beyond the slots gets −inf."""
+    slots = terms.shape[-1]
+    slot = torch.arange(width, device=terms.device) + (slots - lengths).unsqueeze(1)  # [B, S]
+    scores = terms.gather(-1, slot.clamp(0, slots - 1).unsqueeze(1).expand(-1, terms.shape[1], -1))
+    return scores.masked_fill((slot < 0).unsqueeze(1), float("-inf"))
+
+
+def monotonic_centre(steps: Tensor, n: Tensor) -> Tensor:
+    """local-m's window centre p_t = t, capped at the last word: [B, T] for 0-based steps [T] and lengths n [B, 1]."""
+    return torch.minimum(steps.to(n.dtype).unsqueeze(0), n - 1)
+
+
+def predicted_position(n: Tensor, wp_h: Tensor, v_p: Tensor, terms: Tensor | None = None) -> Tensor:
+    """local-p's p_t = n·σ(v_pᵀ tanh(W_p h_t)) from the lengths n, W_p h_t [..., H] and v_p's weight [1, H] (tanh(W_p h_t)
+    into `terms` where given): 0-based in the original word order, from the first word to one past the last."""
+    return n * torch.sigmoid(torch.tanh(wp_h, out=terms) @ v_p.t()).squeeze(-1)
+
+
+def within_window(offset: Tensor, window: int) -> Tensor:
+    """Whether a position at `offset` from the window's centre is in [p_t − D, p_t + D]."""
+    return offset.abs() <= window
+
+
+def gaussian(offset: Tensor, window: int) -> Tensor:
+    """local-p's weight exp(−(s − p_t)² / 2σ²), σ = D/2, of offsets s − p_t (`distLayerForward.m`)."""
+    return torch.exp(-(offset**2) / (2 * (window / 2) ** 2))
+
+
+Modules = Callable[[int, int], dict[str, nn.Module]]  # (hidden size, location slots) -> the modules an entry adds, by name
+
+
+def _no_modules(hidden: int, slots: int) -> dict[str, nn.Module]:
+    return {}
+
+
+def _annotations(attention: LuongAttention, annotations: Tensor) -> Tensor:
+    return annotations
+
+
+@dataclass(frozen=True)
+class Score:
+    """A score(h_t, h̄_s) of Luong §3.1: its equation, the keys it reads, its parameters, and its fast form.
+
+    `energies(attention, queries [B, T, H], keys, source mask [B, S]) -> [B, T, S]` is the equation every path
+    runs, `keys(attention, h̄_s)` what `prepare` computes once per batch. `form` names the fast form that
+    computes it (recurrence/): "dot" (energies = keys·h_t, written out in the fused loop and the kernels),
+    "concat" and "location" (kernels); None: the fused loop runs `energies` by autograd at each step, and a run
+    that asks for the kernels trains without them.
+    """
+
+    energies: Callable[[LuongAttention, Tensor, Tensor, Tensor], Tensor]
+    keys: Callable[[LuongAttention, Tensor], Tensor] = _annotations
+    modules: Modules = _no_modules
+    form: str | None = None
+
+
+@dataclass(frozen=True)
+class Kind:
+    """global, local-m or local-p (Luong §3.2): where its window centres, its parameters, its fast form.
+
+    `centre(attention, queries [B, T, H], lengths n [B, 1], steps [T]) -> (centre [B, T], p_t [B, T] or None)`:
+    the window [centre − D, centre + D], and where p_t is given, the Gaussian around it (`gaussian`); None: no
+    window. `form` as Score's ("global", "local-m", "local-p": the kernels'; the fused loop writes out "global").
+    """
+
+    centre: Callable[[LuongAttention, Tensor, Tensor, Tensor], tuple[Tensor, Tensor | None]] | None = None
+    modules: Modules = _no_modules
+    form: str | None = None
 
 
 class LuongAttention(nn.Module):
@@ -173,6 +260,9 @@ class LuongAttention(nn.Module):
       numAttnPositions−numSrcHidVecs+1:end) = srcHidVecsOrig`), so the last row of W_a always scores the
       last word read (with a reversed source, the first word), whatever the length. Words beyond the slots
       (read first; with a reversed source, those near the end) get no weight.
+
+    The score and the kind are entries of LUONG_SCORES and LUONG_KINDS, whose modules (W_a, v_a; W_p, v_p)
+    this module holds.
     """
 
     static = False
@@ -182,38 +272,23 @@ class LuongAttention(nn.Module):
         if kind not in LUONG_KINDS or score not in LUONG_SCORES:
             raise UserError(f"Luong attention is {kind!r} with score {score!r}; expected {'/'.join(LUONG_KINDS)} with {'/'.join(LUONG_SCORES)}.")
         self.kind, self.score, self.window, self.reversed_source = kind, score, window, reversed_source
-        if score in ("general", "concat"):
-            self.W_a = nn.Linear(hidden, hidden, bias=False)
-        if score == "concat":
-            self.v_a = nn.Linear(hidden, 1, bias=False)
-        if score == "location":
-            self.W_a = nn.Linear(hidden, max_positions, bias=False)
-        if kind == "local-p":
-            self.W_p = nn.Linear(hidden, hidden, bias=False)
-            self.v_p = nn.Linear(hidden, 1, bias=False)
+        for name, module in {**LUONG_SCORES[score].modules(hidden, max_positions), **LUONG_KINDS[kind].modules(hidden, max_positions)}.items():
+            self.add_module(name, module)
 
     def init_rules(self, scheme: Scheme) -> dict[str, Rule]:
-        """W_a and v_a by the alignment-model rules (`alignment_rules`), local-p's W_p and v_p as weights."""
+        """W_a and v_a by the alignment-model rules (`alignment_rules`), every other module's weight (local-p's W_p and
+        v_p) as a weight."""
         inner, output = alignment_rules(scheme)
-        rules = {"W_a": inner, "v_a": output, "W_p": scheme.weight, "v_p": scheme.weight}
-        return {f"{name}.weight": rules[name] for name, _ in self.named_children() if name in rules}
+        rules = {"W_a": inner, "v_a": output}
+        return {f"{name}.weight": rules.get(name, scheme.weight) for name, _ in self.named_children()}
 
     def prepare(self, enc: Encoded) -> Tensor:
-        """The keys the scores read: W_a h̄_s for general (once per batch), else h̄_s."""
-        return self.W_a(enc.annotations) if self.score == "general" else enc.annotations
+        """The keys the scores read (general: W_a h̄_s, once per batch)."""
+        return LUONG_SCORES[self.score].keys(self, enc.annotations)
 
     def energies(self, query: Tensor, keys: Tensor, mask: Tensor) -> Tensor:
         """score(h_t, h̄_s) for every step and position: [B, T, S] (the source mask places the location slots)."""
-        if self.score in ("dot", "general"):
-            return torch.bmm(query, keys.transpose(1, 2))
-        if self.score == "concat":
-            return tanh_energies(keys, self.W_a(query), self.v_a)
-        energy = self.W_a(query)  # [B, T, P]
-        slots, lengths = energy.shape[-1], mask.sum(dim=1)
-        # Encoder position s of a sentence of n words sits in slot P − n + s; padding reads slot 0, masked later.
-        slot = torch.arange(keys.shape[1], device=query.device) + (slots - lengths).unsqueeze(1)  # [B, S]
-        scores = energy.gather(-1, slot.clamp(0, slots - 1).unsqueeze(1).expand(-1, query.shape[1], -1))
-        return scores.masked_fill((slot < 0).unsqueeze(1), float("-inf"))
+        return LUONG_SCORES[self.score].energies(self, query, keys, mask)
 
     def original_positions(self, lengths: Tensor, width: int) -> Tensor:
         """The 0-based original word index of every encoder position: [B, S] (negative on reversed padding)."""
@@ -223,27 +298,50 @@ class LuongAttention(nn.Module):
     def forward(self, query: Tensor, keys: Tensor, enc: Encoded, steps: Tensor) -> tuple[Tensor, Tensor]:
         """Return the contexts c_t [B, T, H] and the weights a_t [B, T, S] (zero outside the mask and window)."""
         allowed = enc.mask.unsqueeze(1).expand(-1, query.shape[1], -1)
+        centre = LUONG_KINDS[self.kind].centre
         gauss = None
-        if self.kind != "global":
+        if centre is not None:
             lengths = enc.mask.sum(dim=1)
             n = lengths.to(query.dtype).unsqueeze(1)  # [B, 1]
             original = self.original_positions(lengths, keys.shape[1]).to(query.dtype).unsqueeze(1)  # [B, 1, S]
-            if self.kind == "local-m":
-                centre = torch.minimum(steps.to(query.dtype).unsqueeze(0), n - 1)
-            else:
-                p = n * torch.sigmoid(self.v_p(torch.tanh(self.W_p(query)))).squeeze(-1)  # [B, T]
-                centre = torch.floor(p)
-                gauss = torch.exp(-((original - p.unsqueeze(-1)) ** 2) / (2 * (self.window / 2) ** 2))
-            allowed = allowed & ((original - centre.unsqueeze(-1)).abs() <= self.window)
-        alpha = torch.softmax(self.energies(query, keys, enc.mask).masked_fill(~allowed, float("-inf")), dim=-1)
-        # A row with nothing allowed (a location score on an empty window) gets no weight, not NaN.
-        alpha = alpha.nan_to_num(0.0)
+            middle, p = centre(self, query, n, steps)
+            allowed = allowed & within_window(original - middle.unsqueeze(-1), self.window)
+            if p is not None:
+                gauss = gaussian(original - p.unsqueeze(-1), self.window)
+        alpha = attention_weights(self.energies(query, keys, enc.mask), allowed)
         if gauss is not None:
             alpha = alpha * gauss
-        return torch.bmm(alpha, enc.annotations), alpha
+        return attention_context(alpha, enc.annotations), alpha
 
 
-LUONG_KINDS = ("global", "local-m", "local-p")
-LUONG_SCORES = ("dot", "general", "concat", "location")
+def _square(hidden: int, slots: int) -> dict[str, nn.Module]:
+    return {"W_a": nn.Linear(hidden, hidden, bias=False)}
+
+
+LUONG_SCORES: dict[str, Score] = {
+    "dot": Score(lambda att, q, keys, mask: dot_energies(q, keys), form="dot"),
+    "general": Score(lambda att, q, keys, mask: dot_energies(q, keys), keys=lambda att, ann: att.W_a(ann), modules=_square, form="dot"),
+    "concat": Score(lambda att, q, keys, mask: tanh_energies(keys, att.W_a(q), att.v_a),
+                    modules=lambda hidden, slots: {"W_a": nn.Linear(hidden, hidden, bias=False), "v_a": nn.Linear(hidden, 1, bias=False)},
+                    form="concat"),  # fmt: skip
+    "location": Score(lambda att, q, keys, mask: location_energies(att.W_a(q), mask.sum(dim=1), keys.shape[1]),
+                      modules=lambda hidden, slots: {"W_a": nn.Linear(hidden, slots, bias=False)}, form="location"),  # fmt: skip
+}
+"""Luong's score functions by `model.score`."""
+
+
+def _predicted(att: LuongAttention, q: Tensor, n: Tensor, steps: Tensor) -> tuple[Tensor, Tensor]:
+    p = predicted_position(n, att.W_p(q), att.v_p.weight)
+    return torch.floor(p), p
+
+
+LUONG_KINDS: dict[str, Kind] = {
+    "global": Kind(form="global"),
+    "local-m": Kind(lambda att, q, n, steps: (monotonic_centre(steps, n), None), form="local-m"),
+    "local-p": Kind(_predicted, modules=lambda hidden, slots: {"W_p": nn.Linear(hidden, hidden, bias=False), "v_p": nn.Linear(hidden, 1, bias=False)},
+                    form="local-p"),  # fmt: skip
+}
+"""Luong's attentions by `model.attention` of an `lstm` decoder."""
+
 ATTENTIONS: dict[str, Callable[[int, int, int], BahdanauAttention]] = {"additive": AdditiveAttention, "none": NoAttention}
 """Bahdanau-family attentions by `model.attention`, built from (query size, key size, alignment hidden size)."""

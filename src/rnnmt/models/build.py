@@ -4,7 +4,8 @@
 Luong's (stacked LSTM encoder, global/local attention or none). Besides the network, the model config
 says how a source sentence is laid out: with EOS (GroundHog) or without (Luong), reversed or not.
 The allowed encoders and attentions are the keys of the registries of encoders.py and attention.py, and
-the modules declare their own initialisation (initialisation.py).
+the modules declare their own initialisation (initialisation.py). How the model runs its teacher-forced loops
+(`train.recurrence`) is the `loops` object it is built with (loops.py), fixed for its life.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ import torch
 from torch import Tensor, nn
 
 from rnnmt.errors import UserError
-from rnnmt.models import RECURRENCES
 from rnnmt.models.attention import ATTENTIONS, LUONG_KINDS, LuongAttention
 from rnnmt.models.decoders import BahdanauDecoder, Context, LuongDecoder, State
 from rnnmt.models.encoders import ENCODERS, Encoded, LSTMEncoder
 from rnnmt.models.initialisation import SCHEMES, initialise
+from rnnmt.models.loops import PLAIN, Loops
 
 # The conventions of GroundHog systems, whose configs (and model files) predate these keys.
 DEFAULTS = {"decoder": "gru", "source_eos": True, "reverse_source": False}
@@ -81,20 +82,21 @@ def _choice(cfg: dict[str, Any], key: str, allowed: Iterable[str], family: str) 
     return cfg[key]
 
 
-def build_model(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int) -> Seq2Seq:
-    """Create the network described by a system's `model` section, initialised per `cfg['init']`."""
+def build_model(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Loops = PLAIN) -> Seq2Seq:
+    """Create the network described by a system's `model` section, initialised per `cfg['init']`, whose
+    teacher-forced loops run by `loops` (default: as the modules write them)."""
     cfg = model_settings(cfg)
     if cfg["decoder"] not in BUILDERS:
         raise UserError(f"model.decoder is {cfg['decoder']!r}; expected one of {', '.join(BUILDERS)}.")
-    model = BUILDERS[cfg["decoder"]](cfg, src_vocab, tgt_vocab)
+    model = BUILDERS[cfg["decoder"]](cfg, src_vocab, tgt_vocab, loops)
     if cfg["init"] not in SCHEMES:
         raise UserError(f"model.init is {cfg['init']!r}; expected one of {', '.join(SCHEMES)}.")
     initialise(model, SCHEMES[cfg["init"]](cfg))
     return model
 
 
-def _build_bahdanau(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int) -> Seq2Seq:
-    encoder = ENCODERS[_choice(cfg, "encoder", ENCODERS, "gru")](src_vocab, cfg["emb"], cfg["hidden"])
+def _build_bahdanau(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Loops) -> Seq2Seq:
+    encoder = ENCODERS[_choice(cfg, "encoder", ENCODERS, "gru")](src_vocab, cfg["emb"], cfg["hidden"], loops)
     decoder = BahdanauDecoder(
         tgt_vocab,
         cfg["emb"],
@@ -105,45 +107,24 @@ def _build_bahdanau(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int) -> Seq2
         align_hidden=cfg["align_hidden"],
         maxout_units=cfg["maxout"],
         output_rank=cfg.get("output_rank"),
+        loops=loops,
     )
     return Seq2Seq(encoder, decoder)
 
 
-def _build_luong(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int) -> Seq2Seq:
+def _build_luong(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Loops) -> Seq2Seq:
     _choice(cfg, "encoder", ("lstm",), "lstm")
     kind = _choice(cfg, "attention", ("none", *LUONG_KINDS), "lstm")
     sizes = (cfg["emb"], cfg["hidden"], cfg["layers"])
     common = {"dropout": cfg["dropout"], "bias": cfg["bias"], "state_clip": cfg["state_clip"]}
-    encoder = LSTMEncoder(src_vocab, *sizes, **common)
+    encoder = LSTMEncoder(src_vocab, *sizes, **common, loops=loops)
     attention = None
     if kind != "none":
         attention = LuongAttention(cfg["hidden"], kind, cfg["score"], cfg["window"], cfg["max_positions"], cfg["reverse_source"])
-    return Seq2Seq(encoder, LuongDecoder(tgt_vocab, *sizes, attention, feed_input=cfg["feed_input"], **common))
+    return Seq2Seq(encoder, LuongDecoder(tgt_vocab, *sizes, attention, feed_input=cfg["feed_input"], **common, loops=loops))
 
 
 BUILDERS = {"gru": _build_bahdanau, "lstm": _build_luong}
-
-
-def set_recurrence(model: nn.Module, kind: str) -> None:
-    """'fused': the recurrent loops with a hand-written backward (recurrence.py); 'plain': autograd through
-    the step functions (the reference, slower); 'kernels': each step's pointwise work as single kernels
-    (kernels/loops.py, the GPU path) in the GRU, additive-attention, LSTM-encoder and input-feeding (global
-    dot or general) loops, the other loops fused. All compute the same equations."""
-    if kind not in RECURRENCES:
-        raise UserError(f"train.recurrence is {kind!r}; expected one of {', '.join(RECURRENCES)}.")
-    for module in model.modules():
-        if hasattr(module, "fused"):
-            module.fused = kind != "plain"
-        if hasattr(module, "kernels"):
-            module.kernels = kind == "kernels"
-
-
-def set_packed(model: nn.Module, packed: bool) -> None:
-    """Whether an LSTM encoder may run torch's kernel over packed sequences (cuDNN on a GPU; the host reads
-    the lengths, which a captured CUDA graph cannot do)."""
-    for module in model.modules():
-        if hasattr(module, "packed"):
-            module.packed = packed
 
 
 def count_parameters(model: nn.Module) -> int:

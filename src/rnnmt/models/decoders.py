@@ -24,13 +24,17 @@ from rnnmt.models.attention import ATTENTIONS, BahdanauAttention, LuongAttention
 from rnnmt.models.encoders import Embedding, Encoded
 from rnnmt.models.gru import GroundhogGRU
 from rnnmt.models.initialisation import Rule, Scheme, linear_rules, prefixed
-from rnnmt.models.kernels.loops import LuongFeedKernels
-from rnnmt.models.kernels.padding import AlignedLinear
-from rnnmt.models.recurrence import LuongFeedLoop
+from rnnmt.models.loops import PLAIN, Loops
+from rnnmt.models.padding import AlignedLinear
 from rnnmt.text.vocab import Vocab
 
 Context = dict[str, object]  # per sentence: the Encoded source and the attention keys
 State = dict[str, Tensor]  # per hypothesis
+
+
+def attentional_state(pre: Tensor, out: Tensor | None = None) -> Tensor:
+    """Luong's h̃_t = tanh(W_c [c_t; h_t]) from the product W_c [c_t; h_t] (+ its bias) [..., H]."""
+    return torch.tanh(pre, out=out)
 
 
 class WordTerms:
@@ -43,7 +47,8 @@ class WordTerms:
 
 
 class BahdanauDecoder(nn.Module):
-    """GRU decoder with attention (or a fixed context) and a deep output with maxout (§1.4–1.5)."""
+    """GRU decoder with attention (or a fixed context) and a deep output with maxout (§1.4–1.5); its teacher-forced
+    loop runs by the model's loops (models/loops.py): `steps`, or a fast form of it."""
 
     def __init__(
         self,
@@ -56,12 +61,15 @@ class BahdanauDecoder(nn.Module):
         align_hidden: int,
         maxout_units: int,
         output_rank: int | None,
+        loops: Loops = PLAIN,
     ) -> None:
         super().__init__()
         self.maxout_units = maxout_units
+        self.loops = loops
         self.embed = Embedding(vocab_size, emb_dim)
         self.W_s = nn.Linear(summary_size, hidden)  # s_0 = tanh(W_s ←h_1 + b)
-        self.gru = GroundhogGRU(emb_dim, hidden, context_size)
+        self.gru = GroundhogGRU(emb_dim, hidden, context_size, loops=loops)
+        self.attention_name = attention  # its key in ATTENTIONS, by which the fast loops find their form of it
         self.attention: BahdanauAttention = ATTENTIONS[attention](hidden, context_size, align_hidden)
         self.U_o = nn.Linear(hidden, 2 * maxout_units)  # the only readout bias (§1.5)
         self.V_o = AlignedLinear(emb_dim, 2 * maxout_units, bias=False)
@@ -106,8 +114,7 @@ class BahdanauDecoder(nn.Module):
         """Teacher-forced pass over tgt [B, T] (ending in EOS): the output layer's inputs [B, T, F] and α [B, T, S]."""
         keys = self.attention.prepare(enc)
         y_emb = self.embed(tgt)
-        recur = self.attention.recurrence if self.gru.fused else self._recurrence
-        queries, contexts, alphas = recur(self.gru, self.init_state(enc), self.gru.project_inputs(y_emb), keys, enc)
+        queries, contexts, alphas = self.loops.bahdanau_decoder(self, self.init_state(enc), self.gru.project_inputs(y_emb), keys, enc)
         e_prev = torch.cat([torch.zeros_like(y_emb[:, :1]), y_emb[:, :-1]], dim=1)
         return self.hidden(queries, self.V_o(e_prev), contexts), alphas
 
@@ -116,8 +123,10 @@ class BahdanauDecoder(nn.Module):
         hidden, alphas = self.features(enc, tgt)
         return self.output_layer(hidden), alphas
 
-    def _recurrence(self, gru: GroundhogGRU, s: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
-        """The plain loop over `step` (what the attention's fused `recurrence` computes): queries, contexts, weights."""
+    def steps(self, s: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
+        """The teacher-forced loop as written, from s_0 over projected inputs W E y [B, T, 3H]: the attention, then the
+        GRU's `step`, at each word; returns the queries s_{t−1}, the contexts c_t and the weights α_t."""
+        gru = self.gru
         # RNNencdec's context is the same at every step, so its projection C·c is hoisted out of the loop.
         fixed_c_proj = gru.project_context(keys) if self.attention.static else None
         states, contexts, alphas = [], [], []
@@ -157,12 +166,9 @@ class BahdanauDecoder(nn.Module):
 class LuongDecoder(nn.Module):
     """Stacked LSTM decoder with global/local attention, attentional states and optional input feeding.
 
-    `fused` (the default) trains input feeding with the hand-written backward of recurrence.py; False runs
-    autograd through `lstm.step` (the reference the tests compare with).
+    With input feeding (or clipping) the teacher-forced loop runs by the model's loops (models/loops.py): `steps`,
+    autograd through `lstm.step` and the attention at each word, or a fast form of it.
     """
-
-    fused = True
-    kernels = False
 
     def __init__(
         self,
@@ -175,8 +181,10 @@ class LuongDecoder(nn.Module):
         dropout: float,
         bias: bool,
         state_clip: float | None,
+        loops: Loops = PLAIN,
     ) -> None:
         super().__init__()
+        self.loops = loops
         self.embed = nn.Embedding(vocab_size, emb_dim)
         self.drop = nn.Dropout(dropout)
         self.feed_input = feed_input
@@ -205,8 +213,7 @@ class LuongDecoder(nn.Module):
         if self.attention is None:
             return h, h.new_zeros(h.shape[0], h.shape[1], enc.mask.shape[1])
         c, alpha = self.attention(h, ctx["keys"], enc, steps)
-        return torch.tanh(self.W_c(torch.cat([c, h], dim=-1))), alpha
-
+        return attentional_state(self.W_c(torch.cat([c, h], dim=-1))), alpha
 
     def _inputs(self, words: Tensor, h_tilde: Tensor | None) -> Tensor:
         """Layer 1's input: E y, joined by h̃_{t−1} with input feeding; dropout applies to all of it."""
@@ -234,55 +241,20 @@ class LuongDecoder(nn.Module):
         if not self.feed_input and self.state_clip is None:
             h, _ = lstm.call(self.lstm, self._inputs(words, None), state)
             return self.attend(h, ctx, steps)
-        if self.fused and self.feed_input and self.attention is not None:
-            return self._feed_loop(ctx, words, steps, state)
-        h_tilde = enc.annotations.new_zeros(tgt.shape[0], self.hidden)
+        return self.loops.luong_decoder(self, ctx, words, steps, state)
+
+    def steps(self, ctx: Context, words: Tensor, positions: Tensor, state: lstm.State) -> tuple[Tensor, Tensor]:
+        """The teacher-forced loop as written, over the input words [B, T] at target steps `positions`: `lstm.step`,
+        then the attention, at each word; returns h̃ [B, T, H] and the weights [B, T, S]."""
+        h_tilde = ctx["enc"].annotations.new_zeros(words.shape[0], self.hidden)
         outputs, alphas = [], []
-        for t in range(tgt.shape[1]):
+        for t in range(words.shape[1]):
             h, state = lstm.step(self.lstm, self._inputs(words[:, t], h_tilde), state, self.state_clip)
-            h_tilde, alpha = self.attend(h.unsqueeze(1), ctx, steps[t : t + 1])
+            h_tilde, alpha = self.attend(h.unsqueeze(1), ctx, positions[t : t + 1])
             h_tilde = h_tilde.squeeze(1)
             outputs.append(h_tilde)
             alphas.append(alpha)
         return torch.stack(outputs, 1), torch.cat(alphas, 1)
-
-    def _feed_loop(self, ctx: Context, words: Tensor, steps: Tensor, state: lstm.State) -> tuple[Tensor, Tensor]:
-        """The input-feeding loop with the hand-written backward (recurrence.LuongFeedLoop): h̃ [B, T, H], weights [B, T, S]."""
-        enc, net, emb = ctx["enc"], self.lstm, self.embed.weight.shape[1]
-        batch, steps_n, layers = words.shape[0], words.shape[1], net.num_layers
-        bias = [getattr(net, f"bias_ih_l{k}") + getattr(net, f"bias_hh_l{k}") if net.bias else None for k in range(layers)]
-        # Dropout on [E y; h̃] is dropout on each part: the embeddings' here, h̃'s in the loop.
-        x1 = nn.functional.linear(self.drop(self.embed(words)), net.weight_ih_l0[:, :emb], bias[0])
-        tensors: list[Tensor | None] = []
-        for k in range(layers):
-            w_ih = net.weight_ih_l0[:, emb:] if k == 0 else getattr(net, f"weight_ih_l{k}")
-            tensors += [w_ih, getattr(net, f"weight_hh_l{k}"), bias[k] if k > 0 else None]
-        named = dict(self.attention.named_parameters())
-        params = list(named.values())
-        tensors += [self.W_c.weight[:, : self.hidden], self.W_c.weight[:, self.hidden :], self.W_c.bias, ctx["keys"], enc.annotations, *params]
-
-        def attend(h: Tensor, keys: Tensor, annotations: Tensor, t: int) -> tuple[Tensor, Tensor]:
-            c, alpha = self.attention(h.unsqueeze(1), keys, Encoded(annotations, enc.mask, enc.summary), steps[t : t + 1])
-            return c.squeeze(1), alpha.squeeze(1)
-
-        shape = (steps_n, batch, self.hidden)
-        attention = self.attention
-        spec = {
-            "layers": layers, "clip": self.state_clip, "attend": attend, "params": params, "param_names": list(named),
-            "feed_mask": self._dropout_mask(shape, self.drop.p, x1),
-            "layer_masks": self._dropout_mask((layers - 1, *shape), net.dropout, x1) if layers > 1 else None,
-            "dot_mask": enc.mask if attention.kind == "global" and attention.score in ("dot", "general") else None,
-            "score": attention.score, "kind": attention.kind, "window": attention.window, "reversed_source": attention.reversed_source,
-            "source_mask": enc.mask,
-        }  # fmt: skip
-        loop = LuongFeedKernels if self.kernels else LuongFeedLoop
-        return loop.apply(spec, x1, *state, *tensors)
-
-    def _dropout_mask(self, shape: tuple[int, ...], p: float, like: Tensor) -> Tensor | None:
-        """Inverted-dropout multipliers (0 or 1/(1 − p)) while training with p > 0, else None."""
-        if not self.training or p == 0:
-            return None
-        return lstm.dropout_multipliers(shape, p, like)
 
     def _step(self, lstm_state: Tensor, words: Tensor, h_tilde: Tensor) -> State:
         """Consume words [N] (with h̃_{t−1}) from a batch-first state [N, 2, layers, H]."""

@@ -9,9 +9,9 @@ import torch
 from torch import Tensor, nn
 
 from rnnmt.models import lstm
-from rnnmt.models.kernels.loops import scan_directions
 from rnnmt.models.gru import GroundhogGRU
 from rnnmt.models.initialisation import Rule, Scheme, prefixed
+from rnnmt.models.loops import PLAIN, Loops
 
 
 @dataclass
@@ -47,33 +47,30 @@ class Embedding(nn.Module):
 class BiGRUEncoder(nn.Module):
     """h_j = [→h_j; ←h_j] with one embedding shared by both directions (paper-spec §1.2)."""
 
-    def __init__(self, vocab_size: int, emb_dim: int, hidden: int) -> None:
+    def __init__(self, vocab_size: int, emb_dim: int, hidden: int, loops: Loops = PLAIN) -> None:
         super().__init__()
         self.embed = Embedding(vocab_size, emb_dim)
-        self.fwd = GroundhogGRU(emb_dim, hidden)
-        self.bwd = GroundhogGRU(emb_dim, hidden)
+        self.fwd = GroundhogGRU(emb_dim, hidden, loops=loops)
+        self.bwd = GroundhogGRU(emb_dim, hidden, loops=loops)
+        self.loops = loops
         self.output_size = 2 * hidden
         self.summary_size = hidden
 
     def forward(self, src: Tensor, mask: Tensor) -> Encoded:
         e = self.embed(src)
         x_fwd, x_bwd = self.fwd.project_inputs(e), self.bwd.project_inputs(e)
-        if self.fwd.kernels:
-            h0 = x_fwd.new_zeros(x_fwd.shape[0], self.fwd.hidden_size)
-            h_fwd, h_bwd = scan_directions([x_fwd, x_bwd], mask, [False, True], [h0, h0],
-                                                        [self.fwd.recurrent_weights(), self.bwd.recurrent_weights()])  # fmt: skip
-        else:
-            h_fwd, h_bwd = self.fwd.scan(x_fwd, mask), self.bwd.scan(x_bwd, mask, reverse=True)
+        h0 = x_fwd.new_zeros(x_fwd.shape[0], self.fwd.hidden_size)
+        h_fwd, h_bwd = self.loops.gru_scans([self.fwd, self.bwd], [x_fwd, x_bwd], mask, [False, True], [h0, h0])
         return Encoded(torch.cat([h_fwd, h_bwd], dim=-1), mask, h_bwd[:, 0])
 
 
 class GRUEncoder(nn.Module):
     """RNNencdec's encoder: the last forward state (after EOS) is the fixed summary c (paper-spec §2)."""
 
-    def __init__(self, vocab_size: int, emb_dim: int, hidden: int) -> None:
+    def __init__(self, vocab_size: int, emb_dim: int, hidden: int, loops: Loops = PLAIN) -> None:
         super().__init__()
         self.embed = Embedding(vocab_size, emb_dim)
-        self.fwd = GroundhogGRU(emb_dim, hidden)
+        self.fwd = GroundhogGRU(emb_dim, hidden, loops=loops)
         self.output_size = hidden
         self.summary_size = hidden
 
@@ -88,35 +85,30 @@ class LSTMEncoder(nn.Module):
     """Luong's encoder: stacked LSTM over the (optionally reversed) source words, dropout on each layer's input.
 
     The annotations are the top layer's states h̄_s; the decoder starts from every layer's final (h, c).
-    `fused` (the default) runs the layers with the hand-written backward of recurrence.py (except on a
-    GPU without clipping: cuDNN), `kernels` their GPU form (kernels/loops.py); False runs torch's LSTM over packed sequences (or the step loop with
-    clipping), the reference. `packed` False keeps every path off packed sequences, whose lengths the host
-    reads (a captured CUDA graph cannot: train/graphs.py).
+    The layers run by the model's loops (models/loops.py): `steps`, torch's LSTM, or a fast form of it.
     """
 
-    fused = True
-    kernels = False
-    packed = True
-
-    def __init__(self, vocab_size: int, emb_dim: int, hidden: int, layers: int, dropout: float, bias: bool, state_clip: float | None) -> None:
+    def __init__(self, vocab_size: int, emb_dim: int, hidden: int, layers: int, dropout: float, bias: bool, state_clip: float | None,
+                 loops: Loops = PLAIN) -> None:  # fmt: skip
         super().__init__()
         self.embed = nn.Embedding(vocab_size, emb_dim)
         self.drop = nn.Dropout(dropout)
         self.lstm = lstm.make_lstm(emb_dim, hidden, layers, dropout, bias)
         self.state_clip = state_clip
+        self.loops = loops
         self.output_size = hidden
 
     def init_rules(self, scheme: Scheme) -> dict[str, Rule]:
         return {"embed.weight": scheme.weight, **prefixed("lstm", lstm.init_rules(self.lstm, scheme))}
 
     def forward(self, src: Tensor, mask: Tensor) -> Encoded:
-        x = self.drop(self.embed(src))
-        # On a GPU, cuDNN's kernel over the whole sequence is the fast path (and faithful without clipping).
-        if self.fused and (x.device.type != "cuda" or self.state_clip is not None or not self.packed):
-            out, final = lstm.scan(self.lstm, x, mask, self.state_clip, self.training, self.kernels)
-        else:
-            out, final = lstm.run(self.lstm, x, mask, None, self.state_clip, self.packed)
+        out, final = self.loops.lstm_encoder(self, self.drop(self.embed(src)), mask)
         return Encoded(out, mask, lstm.pack_state(final))
+
+    def steps(self, x: Tensor, mask: Tensor, packed: bool) -> tuple[Tensor, lstm.State]:
+        """The layers over x [B, T, E] as torch's LSTM runs them (`packed`: over packed sequences where no clipping
+        needs the step loop): the top layer's states and every layer's final (h, c)."""
+        return lstm.run(self.lstm, x, mask, None, self.state_clip, packed)
 
 
 ENCODERS: dict[str, type[BiGRUEncoder] | type[GRUEncoder]] = {"bigru": BiGRUEncoder, "gru": GRUEncoder}

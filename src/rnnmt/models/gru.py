@@ -3,6 +3,12 @@
 It differs from torch.nn.GRUCell in three ways, so it is written out: the reset gate multiplies the
 state *before* the recurrent matrix, U(r ∘ h); the update gate weighs the new candidate,
 h = (1 − z) ∘ h_prev + z ∘ h̃; and only the candidate has a bias.
+
+The equations are the functions `gates`, `candidate` and `interpolate` (GroundHog's
+`RecurrentLayer.step_fprop`, groundhog/layers/rec_layers.py), given the products with the weights; `step`
+composes them, and so do the fast loops (recurrence/fused.py's forward, the kernel stages' torch
+references), so an edit here reaches every path. Their hand-written backward passes are the only second
+form, checked against autograd through `step` before a run relies on them (train/selfcheck.py).
 """
 
 from __future__ import annotations
@@ -10,26 +16,40 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from rnnmt.models.kernels.loops import scan_directions
-from rnnmt.models.kernels.padding import AlignedLinear
 from rnnmt.models.initialisation import Rule, Scheme
-from rnnmt.models.recurrence import GRUScan
+from rnnmt.models.loops import PLAIN, Loops
+from rnnmt.models.padding import AlignedLinear
+
+
+def gates(x_zr: Tensor, u_zr: Tensor, out: Tensor | None = None) -> Tensor:
+    """[z; r] = σ(W_zr x [+ C_zr c] + U_zr h) from the input's terms x_zr and the state's U_zr h [N, 2H]."""
+    return torch.add(x_zr, u_zr, out=out).sigmoid_()
+
+
+def candidate(x_h: Tensor, u_h: Tensor, out: Tensor | None = None) -> Tensor:
+    """h̃ = tanh(W x + b [+ C c] + U (r ∘ h)) from the input's terms x_h (the bias included) and U (r ∘ h) [N, H]."""
+    return torch.add(x_h, u_h, out=out).tanh_()
+
+
+def interpolate(h: Tensor, z: Tensor, cand: Tensor, keep: Tensor | None = None, out: Tensor | None = None) -> Tensor:
+    """h' = h + z ∘ (h̃ − h); rows whose keep is 0 (padding) carry h over."""
+    step = (cand - h) * z
+    if keep is not None:
+        step = step * keep
+    return torch.add(h, step, out=out)
 
 
 class GroundhogGRU(nn.Module):
     """One GRU layer; inputs are projected for all time steps at once, the recurrence step by step.
 
-    `fused` (the default) runs `scan` with the hand-written backward of recurrence.py; False runs the
-    plain loop over `step`, which autograd differentiates (the reference the tests compare with).
-    `kernels` runs it as kernels/loops.py does, each step's pointwise work as single kernels (the GPU path).
+    `scan` runs the recurrence by the model's loops (models/loops.py): `steps` itself, the reference that
+    autograd differentiates, or a fast form of it.
     """
 
-    fused = True
-    kernels = False
-
-    def __init__(self, input_size: int, hidden_size: int, context_size: int = 0) -> None:
+    def __init__(self, input_size: int, hidden_size: int, context_size: int = 0, loops: Loops = PLAIN) -> None:
         super().__init__()
         self.hidden_size = hidden_size
+        self.loops = loops
         # [W_z; W_r; W] applied to the input; the candidate's bias is the only bias (§1.2).
         self.W_in = AlignedLinear(input_size, 3 * hidden_size, bias=False)  # 620-wide embeddings: padding.py
         self.b_cand = nn.Parameter(torch.zeros(hidden_size))
@@ -58,26 +78,25 @@ class GroundhogGRU(nn.Module):
         """U_zr, U and the candidate's bias, as the scans take them."""
         return self.U_gates.weight, self.U_cand.weight, self.b_cand
 
-    def step(self, x_proj: Tensor, h: Tensor) -> Tensor:
-        """One update of rows [N, H] from the projected input (W·x [+ C·c]) [N, 3H] and the previous state."""
+    def step(self, x_proj: Tensor, h: Tensor, keep: Tensor | None = None) -> Tensor:
+        """One update of rows [N, H] from the projected input (W·x [+ C·c]) [N, 3H] and the previous state;
+        rows whose keep [N, 1] is 0 carry the state over."""
         H = self.hidden_size
-        z, r = torch.addmm(x_proj[:, : 2 * H], h, self.U_gates.weight.t()).sigmoid_().chunk(2, dim=-1)
-        h_cand = torch.addmm(x_proj[:, 2 * H :] + self.b_cand, r * h, self.U_cand.weight.t()).tanh_()
-        return h + z * (h_cand - h)
+        zr = gates(x_proj[:, : 2 * H], h @ self.U_gates.weight.t())
+        z, r = zr[:, :H], zr[:, H:]
+        return interpolate(h, z, candidate(x_proj[:, 2 * H :] + self.b_cand, (r * h) @ self.U_cand.weight.t()), keep)
 
     def scan(self, x_proj: Tensor, mask: Tensor | None, reverse: bool = False, h0: Tensor | None = None) -> Tensor:
         """Run over [B, T, 3H] projected inputs from h0 (default 0); masked steps carry the state over (GroundHog)."""
-        batch, steps, _ = x_proj.shape
-        h = x_proj.new_zeros(batch, self.hidden_size) if h0 is None else h0
-        if self.kernels:
-            return scan_directions([x_proj], mask, [reverse], [h], [self.recurrent_weights()])[0]
-        if self.fused:
-            return GRUScan.apply(x_proj, h, mask, reverse, self.U_gates.weight, self.U_cand.weight, self.b_cand)
-        keep = (mask if mask is not None else x_proj.new_ones(batch, steps, dtype=torch.bool)).unsqueeze(-1).to(x_proj.dtype)
-        out = [None] * steps
-        order = range(steps - 1, -1, -1) if reverse else range(steps)
-        for t in order:
-            h_new = self.step(x_proj[:, t], h)
-            h = h + keep[:, t] * (h_new - h)
-            out[t] = h
+        h = x_proj.new_zeros(x_proj.shape[0], self.hidden_size) if h0 is None else h0
+        return self.loops.gru_scans([self], [x_proj], mask, [reverse], [h])[0]
+
+    def steps(self, x_proj: Tensor, mask: Tensor | None, reverse: bool, h0: Tensor) -> Tensor:
+        """`scan` as written: `step` at each position, in order."""
+        steps = x_proj.shape[1]
+        keep = mask.unsqueeze(-1).to(x_proj.dtype) if mask is not None else None
+        out: list[Tensor] = [h0] * steps
+        h = h0
+        for t in range(steps - 1, -1, -1) if reverse else range(steps):
+            h = out[t] = self.step(x_proj[:, t], h, keep[:, t] if keep is not None else None)
         return torch.stack(out, dim=1)

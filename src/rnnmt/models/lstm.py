@@ -1,11 +1,10 @@
-"""Stacked LSTMs as Luong et al. run them (paper-spec §4.1): one torch.nn.LSTM's weights, three ways to run them.
+"""Stacked LSTMs as Luong et al. run them (paper-spec §4.1): one torch.nn.LSTM's weights.
 
 `run` uses torch's kernel over a whole sequence (cuDNN on a GPU), all layers at once, or one position
-at a time (`step`) where Luong's clipping of the cell state to ±50 after every step needs it; `scan`
-runs layer by layer with recurrence.LSTMScan (the training encoder's default: every position's input
-projection at once, a hand-written backward, clipping included). All share the module's weights and
-agree to rounding. Clipping c_t after computing h_t = o ∘ tanh(c_t) leaves h_t as it is: tanh
-saturates long before ±50.
+at a time (`step`) where Luong's clipping of the cell state to ±50 after every step needs it: the
+reference. `cell` writes out the step torch's LSTM computes, for the fast loops that run the layers
+themselves (recurrence/fused.py, the kernel stages), which train/selfcheck.py checks against torch's.
+Clipping c_t after computing h_t = o ∘ tanh(c_t) leaves h_t as it is: tanh saturates long before ±50.
 """
 
 from __future__ import annotations
@@ -14,8 +13,6 @@ import torch
 from torch import Tensor, nn
 
 from rnnmt.models.initialisation import Rule, Scheme
-from rnnmt.models.kernels.loops import LSTMStackKernels
-from rnnmt.models.recurrence import LSTMScan
 from rnnmt.runtime import cpu_has_bfloat16
 
 State = tuple[Tensor, Tensor]  # (h, c), each [layers, B, H]
@@ -111,32 +108,28 @@ def dropout_multipliers(shape: tuple[int, ...], p: float, like: Tensor, dtype: t
     return like.new_empty(shape, dtype=dtype or like.dtype).bernoulli_(1 - p).div_(1 - p)
 
 
-def _between_layers(x: Tensor, hidden: int, p: float) -> Tensor:
-    """Multipliers for an upper layer's input [B, T, hidden], steps-first in memory as LSTMScan writes its outputs."""
+def between_layers(x: Tensor, hidden: int, p: float) -> Tensor:
+    """Dropout multipliers for an upper layer's input [B, T, hidden], steps-first in memory as the fast loops
+    write their outputs."""
     return dropout_multipliers((x.shape[1], x.shape[0], hidden), p, x, torch.float32).transpose(0, 1)
 
 
-def scan(lstm: nn.LSTM, x: Tensor, mask: Tensor, clip: float | None, training: bool, kernels: bool = False) -> tuple[Tensor, State]:
-    """What `run` computes from a zero state, layer by layer with recurrence.LSTMScan: each layer's input
-    projection for all positions at once, then its recurrence (`kernels`: all layers in one loop,
-    kernels.loops.LSTMStackKernels). Outputs are zero on padding (as `run`'s)."""
-    batch, layers, H = x.shape[0], lstm.num_layers, lstm.hidden_size
-    bias = [getattr(lstm, f"bias_ih_l{k}") + getattr(lstm, f"bias_hh_l{k}") if lstm.bias else None for k in range(layers)]
-    if kernels:
-        x1 = nn.functional.linear(x, lstm.weight_ih_l0, bias[0])
-        drops = None
-        if training and lstm.dropout > 0 and layers > 1:
-            drops = torch.stack([_between_layers(x1, H, lstm.dropout) for _ in range(layers - 1)])
-        upper = [w for k in range(1, layers) for w in (getattr(lstm, f"weight_ih_l{k}"), getattr(lstm, f"weight_hh_l{k}"), bias[k])]
-        out, h, c = LSTMStackKernels.apply(x1, mask, clip, drops, lstm.weight_hh_l0, *upper)
-        return out * mask.unsqueeze(-1), (h, c)
-    zeros = x.new_zeros(batch, H, dtype=torch.promote_types(x.dtype, torch.float32))
-    finals_h, finals_c = [], []
-    for k in range(layers):
-        if k > 0 and training and lstm.dropout > 0:
-            x = x * _between_layers(x, H, lstm.dropout)
-        projected = nn.functional.linear(x, getattr(lstm, f"weight_ih_l{k}"), bias[k])
-        x, h, c = LSTMScan.apply(projected, zeros, zeros, mask, getattr(lstm, f"weight_hh_l{k}"), clip)
-        finals_h.append(h)
-        finals_c.append(c)
-    return x * mask.unsqueeze(-1), (torch.stack(finals_h), torch.stack(finals_c))
+def summed_biases(lstm: nn.LSTM) -> list[Tensor | None]:
+    """Each layer's b_ih + b_hh (None without biases): the bias of the gates' pre-activations."""
+    return [getattr(lstm, f"bias_ih_l{k}") + getattr(lstm, f"bias_hh_l{k}") if lstm.bias else None for k in range(lstm.num_layers)]
+
+
+def cell(pre: Tensor, c: Tensor, c_new: Tensor | None = None, tanh_c: Tensor | None = None, h_new: Tensor | None = None
+         ) -> tuple[Tensor, Tensor, Tensor, Tensor]:  # fmt: skip
+    """One step of torch.nn.LSTM from the pre-activations [B, 4H] (torch's gate order i, f, g, o; activated in
+    place into the gates) and the previous cell c: c' = f∘c + i∘g, h' = o∘tanh(c'). nmt.matlab's
+    code/layers/lstmUnitForward.m computes the same (its gates stacked i, f, o, a). Returns the gates, c',
+    tanh(c') and h' (into the given tensors)."""
+    H = c.shape[1]
+    pre[:, : 2 * H].sigmoid_()
+    pre[:, 2 * H : 3 * H].tanh_()
+    pre[:, 3 * H :].sigmoid_()
+    i, f, g, o = pre[:, :H], pre[:, H : 2 * H], pre[:, 2 * H : 3 * H], pre[:, 3 * H :]
+    c_new = torch.mul(f, c, out=c_new).addcmul_(i, g)
+    tanh_c = torch.tanh(c_new, out=tanh_c)
+    return pre, c_new, tanh_c, torch.mul(o, tanh_c, out=h_new)

@@ -1,6 +1,6 @@
 """Training settings a system may leave out, in one place (no torch import: config resolution reads it too)."""
 
-from rnnmt.models import RECURRENCES
+from rnnmt.recurrence import RECURRENCES
 
 # Settings GroundHog systems leave out (their configs predate them); a given value wins.
 TRAIN_DEFAULTS = {

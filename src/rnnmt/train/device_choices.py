@@ -12,9 +12,11 @@ when training starts; the trainer logs each choice with its reason and `rnnmt sh
   to save and the padding of `static` costs time.
 - sync: `logging` (clipping decided on the device, the host waits only at log points) on a GPU, `update`
   on a CPU, where the host computed the norm anyway.
-- recurrence: `kernels` (models/kernels/: each step's pointwise work as one Triton kernel, and so the output
-  softmax and the clipped Adadelta/SGD step, train/nll.py and train/optim.py) on a CUDA device where Triton is installed, `fused` (recurrence.py) elsewhere: on a CPU the fused loops are faster,
-  and the kernels' torch references are there to test and count, not to run.
+- recurrence: `kernels` (recurrence/kernels/: each step's pointwise work as one Triton kernel, and so the output
+  softmax and the clipped Adadelta/SGD step, train/nll.py and train/optim.py) on a CUDA device where Triton is
+  installed, `fused` (recurrence/fused.py) elsewhere: on a CPU the fused loops are faster, and the kernels' torch
+  references are there to test and count, not to run. Whatever is chosen or given, a fast recurrence trains only
+  where it runs the model's loops and passes its check against the modules (`verified_recurrence`).
 """
 
 from __future__ import annotations
@@ -81,26 +83,25 @@ def recurrence(value: str, device: torch.device) -> Choice:
     if value != "auto":
         return Choice(value, "given in the config")
     if device.type != "cuda":
-        return Choice("fused", "auto: not a GPU (the hand-written loops of recurrence.py, fastest on a CPU)")
+        return Choice("fused", "auto: not a GPU (the hand-written loops of recurrence/fused.py, fastest on a CPU)")
     if importlib.util.find_spec("triton") is None:
         return Choice("fused", "auto: Triton is not installed (it comes with torch's CUDA builds)")
     return Choice("kernels", "auto: a CUDA device with Triton: each step's pointwise work as one kernel")
 
 
 def verified_recurrence(choice: Choice, model: dict[str, Any], device: torch.device, precision: str) -> tuple[Choice, str | None]:
-    """`kernels` where every Triton stage the model uses computes what its torch reference does on `device`
-    (models/kernels/selfcheck.py: once per process, device, architecture and precision); else `fused` and the
-    log line that says which stages failed and why. Other choices pass unchanged."""
-    from rnnmt.models.kernels import selfcheck, stages
+    """`choice`'s recurrence where it can run the model's loops and passes its checks (train/selfcheck.py: against
+    autograd through the modules, and each Triton stage against its torch reference where the kernels run; once per
+    process and architecture), else the next slower one that does, with the log line that says what was left
+    behind and why."""
+    from rnnmt.train import selfcheck
 
-    if choice.value != "kernels" or not stages.runs_triton(device):
-        return choice, None
-    failed = selfcheck.verify(model, device, precision)
-    if not failed:
-        return Choice("kernels", f"{choice.why}; each Triton stage checked against its torch reference on {device}"), None
-    reasons = "; ".join(f"{stage}: {reason}" for stage, reason in failed.items())
-    line = f"recurrence kernels: {len(failed)} Triton stage(s) failed their check on {device} ({reasons}); this run trains with recurrence fused"
-    return Choice("fused", f"kernels failed their check on {device} ({', '.join(failed)}): the hand-written loops of recurrence.py instead"), line
+    verdict = selfcheck.verify(model, choice.value, device, precision)
+    checked = f"{verdict.checked} in {verdict.seconds:.2f} s"
+    if not verdict.left:
+        return Choice(choice.value, f"{choice.why}; {checked}"), None
+    left = "; ".join(verdict.left)
+    return Choice(verdict.recurrence, f"{choice.value} ({choice.why}) left behind: {left}; {checked}"), f"{left}; this run trains with recurrence {verdict.recurrence}"
 
 
 def choose(train: dict[str, Any], device: torch.device, processes: int = 1) -> dict[str, Choice]:

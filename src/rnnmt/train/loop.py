@@ -15,7 +15,8 @@ from torch.nn.parallel import DistributedDataParallel
 
 from rnnmt import runtime
 from rnnmt.errors import UserError
-from rnnmt.models.build import Seq2Seq, build_model, count_parameters, set_packed, set_recurrence
+from rnnmt.models.build import Seq2Seq, build_model, count_parameters
+from rnnmt.recurrence import forms
 from rnnmt.runtime import format_duration, keep_freed_memory, log
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
@@ -89,11 +90,11 @@ def sentence_nll(objective: nn.Module, batch: Batch) -> torch.Tensor:
 
 
 @torch.no_grad()
-def heldout_cost(model: Seq2Seq, data: ParallelData, device: torch.device, source: SourceFormat, batch_size: int = 64) -> dict[str, float]:
+def heldout_cost(model: Seq2Seq, data: ParallelData, device: torch.device, source: SourceFormat, recurrence: str, batch_size: int = 64) -> dict[str, float]:
     """The summed NLL averaged over sentences ('nll': Bahdanau Table 2's Dev NLL) and the per-word
-    perplexity, EOS counted ('ppl': Luong's Tables 1 and 4)."""
+    perplexity, EOS counted ('ppl': Luong's Tables 1 and 4), by the model's recurrence."""
     model.eval()
-    objective = SentenceNLL(model)
+    objective = SentenceNLL(model, recurrence)
     total, tokens = 0.0, 0
     for b in eval_batches(data, batch_size, source):
         b = b.to(device)
@@ -146,14 +147,17 @@ class Trainer:
         self.log = log if world.main else (lambda message: None)
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.data_sha256 = data_sha256
-        torch.manual_seed(system["seed"])
-        self.model = build_model(system["model"], len(src_vocab), len(tgt_vocab)).to(device)
         self.choices = device_choices.choose(self.cfg, device, world.size)
         self.choices["recurrence"], failure = device_choices.verified_recurrence(self.choices["recurrence"], system["model"], device,
                                                                                   self.choices["precision"].value)  # fmt: skip
         if failure:
             self.log(failure)
-        set_recurrence(self.model, self.choices["recurrence"].value)
+        recurrence = self.choices["recurrence"].value
+        # Updates at static shapes never run torch's LSTM over packed sequences, whose lengths the host reads (graphs.py).
+        loops = forms.loops(recurrence, packed=self.choices["graph"].value == "none")
+        torch.manual_seed(system["seed"])
+        self.model = build_model(system["model"], len(src_vocab), len(tgt_vocab), loops).to(device)
+        self.recurrence = recurrence
         self.autocast_dtype = AUTOCAST[self.choices["precision"].value]
         # sync logging: gradient clipping decides on the device, and the host reads it only at log points.
         self.clip_on_device = self.choices["sync"].value == "logging"
@@ -163,13 +167,12 @@ class Trainer:
         self.params = list(self.model.parameters())
         distributed.start(world, device, self.cfg["batch_size"])
         # DDP averages the processes' gradients during backward (see distributed.py for the loss scaling).
-        kernels = self.choices["recurrence"].value == "kernels"
-        objective = SentenceNLL(self.model, kernels=kernels)
+        objective = SentenceNLL(self.model, recurrence)
         self.objective = DistributedDataParallel(objective) if world.parallel else objective
         # Luong's gradient norm leaves out the embeddings ("historical reason", §4.5); all are rescaled.
         self.norm_params = [p for name, p in self.model.named_parameters() if self.cfg["clip_embeddings"] or ".embed." not in name]
         self.optimizer = build_optimizer(self.params, self.cfg["optimizer"])
-        self.kernel_step = kernels and self.cfg["optimizer"]["name"] in KERNEL_STEPS
+        self.kernel_step = recurrence == "kernels" and self.cfg["optimizer"]["name"] in KERNEL_STEPS
         self.static = self._static_update(len(tgt_vocab))
         self.source = SourceFormat.of(system["model"])
         self.stream = BatchStream(
@@ -206,8 +209,8 @@ class Trainer:
                 raise UserError("train.graph is 'cuda', but train.max_len is not set; expected a maximum length, which bounds the shapes to capture.")
             # Every captured graph reads and writes the softmax buffer at one address: allocated for the widest batch.
             width = round_up(self.cfg["max_len"] + 1, pad_to)
-            self.objective.workspace.reserve(self.cfg["batch_size"] * width, tgt_vocab, self.autocast_dtype or torch.float32, self.device)
-        set_packed(self.model, False)
+            if self.objective.workspace is not None:  # the plain recurrence's NLL keeps no workspace
+                self.objective.workspace.reserve(self.cfg["batch_size"] * width, tgt_vocab, self.autocast_dtype or torch.float32, self.device)
         return StaticUpdate(self.objective, self.params, self.autocast_dtype, capture=graph == "cuda")
 
     def resume(self) -> None:
@@ -288,7 +291,7 @@ class Trainer:
         return distributed.anyone(self.world.main and self._validate(), self.world, self.device)
 
     def _validate(self) -> bool:
-        measured = {name: heldout_cost(self.model, data, self.device, self.source) for name, data in self.valid.items()}
+        measured = {name: heldout_cost(self.model, data, self.device, self.source, self.recurrence) for name, data in self.valid.items()}
         costs = {name: m["nll"] for name, m in measured.items()}
         s = self.state
         s.history.append({"update": s.update, **costs, **{f"{name}_ppl": m["ppl"] for name, m in measured.items()}})
@@ -366,7 +369,7 @@ class Trainer:
     def finish(self) -> dict[str, Any]:
         """Final held-out cost of the weights to publish; with early stopping those of the best validation."""
         model_update = self.published_update()
-        measured = {name: heldout_cost(self.model, data, self.device, self.source) for name, data in self.valid.items()}
+        measured = {name: heldout_cost(self.model, data, self.device, self.source, self.recurrence) for name, data in self.valid.items()}
         dev = {name: m["nll"] for name, m in measured.items()}
         s = self.state
         meta = {
@@ -386,8 +389,10 @@ class Trainer:
             "parameters": count_parameters(self.model),
             "training_pairs": self.stream.pairs,
             "device": str(self.device),
-            # What the `auto` settings became here, and the recurrence actually run (fused where the kernels failed their check).
+            # What the `auto` settings became here, and the recurrence actually run (a slower one where a faster one could not
+            # run the model or failed its check: train/selfcheck.py), each with why.
             "settings": {key: choice.value for key, choice in self.choices.items()},
+            "settings_why": {key: choice.why for key, choice in self.choices.items()},
             "threads": torch.get_num_threads(),
             "processes": self.world.size,
             "torch": torch.__version__,

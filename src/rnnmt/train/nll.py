@@ -1,10 +1,12 @@
-"""The training objective's per-sentence NLL: the output layer and the softmax cross-entropy fused over
-the real target tokens.
+"""The training objective's per-sentence NLL: the output layer and the softmax cross-entropy over the real
+target tokens.
 
-The logits of padded positions never enter the loss, so they are not computed. `OutputNLL` does the
-output layer's matrix product, the log-sum-exp and its gradient with one exponentiation of the logits
-(torch's log_softmax + cross_entropy make two, plus their backward passes). Under autocast the matrix
-products run in its dtype (bfloat16) and the softmax in float32: the value is −log softmax(W h + b)[y],
+The logits of padded positions never enter the loss, so they are not computed. With the `plain` recurrence
+the NLL is the model's output layer and torch's cross_entropy, which autograd differentiates (the reference);
+the fast recurrences fuse them: `OutputNLL` does the output layer's matrix product, the log-sum-exp and its
+gradient with one exponentiation of the logits (torch's log_softmax + cross_entropy make two, plus their
+backward passes), its softmax as torch operations (`fused`) or as one stage (`kernels`). Under autocast the
+matrix products run in its dtype (bfloat16) and the softmax in float32: the value is −log softmax(W h + b)[y],
 exactly what `cross_entropy` gives.
 """
 
@@ -16,8 +18,9 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from rnnmt.models.kernels import padding, stages
-from rnnmt.models.recurrence import explicit_precision
+from rnnmt.models import padding
+from rnnmt.recurrence.kernels import stages
+from rnnmt.recurrence.precision import explicit_precision
 
 
 class Workspace:
@@ -34,7 +37,7 @@ class Workspace:
         # On a CPU the softmax goes through cache-sized blocks of rows; off, it takes all rows at once, as on
         # a GPU (bench.kernels_per_update counts a GPU's kernels on a CPU so).
         self.blocked = True
-        self.kernels = False  # the softmax as one stage (stages.output_softmax), else as torch operations
+        self.kernels = False  # the softmax as one stage (stages.OutputSoftmax), else as its torch reference
         self.padded: Tensor | None = None
 
     def reserve(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> None:
@@ -51,7 +54,7 @@ class Workspace:
 
     def weight(self, weight: Tensor, dtype: torch.dtype) -> Tensor:
         """The output layer's weight [V, F] in `dtype` as the products read it: on a GPU with zero rows and columns up to
-        the device's multiple (models/kernels/padding.py; their logits, P − Y and gradients are 0; the real values are
+        the device's multiple (models/padding.py; their logits, P − Y and gradients are 0; the real values are
         copied in every pass)."""
         V, F = weight.shape
         shape = (padding.padded(V, dtype, weight.device), padding.padded(F, dtype, weight.device))
@@ -82,11 +85,11 @@ class OutputNLL(torch.autograd.Function):
         logits = workspace.take(N, w.shape[0], p.compute, h.device)
         torch.mm(padding.pad_columns(h.to(p.compute), w.shape[1]), w.t(), out=logits)  # the logits, until each block becomes P − Y
         nll = torch.empty(N, dtype=p.acc, device=h.device)
-        softmax = stages.output_softmax if workspace.kernels else stages.output_softmax.__wrapped__
         step = max(1, CACHE_FLOATS // V) if workspace.blocked and h.device.type == "cpu" else N
         for start in range(0, N, step):
             rows = slice(start, min(N, start + step))
-            softmax(logits[rows, :V], bias, target[rows], nll[rows])
+            softmax = stages.OutputSoftmax(logits=logits[rows, :V], bias=bias, target=target[rows], nll=nll[rows])
+            softmax.run() if workspace.kernels else softmax.reference()
         ctx.has_bias, ctx.vocab = bias is not None, V
         ctx.save_for_backward(h, w, logits)
         return nll
@@ -112,10 +115,19 @@ CACHE_FLOATS = 2**18
 ROW_MULTIPLE = 128
 
 
-def output_nll(hidden: Tensor, layer: nn.Linear, tgt: Tensor, rows: Tensor, workspace: Workspace) -> Tensor:
+def _widened(logits: Tensor) -> Tensor:
+    """Logits in float32 or wider, as the softmax takes them (bfloat16 ones under autocast)."""
+    return logits.to(torch.promote_types(logits.dtype, torch.float32))
+
+
+def output_nll(hidden: Tensor, layer: nn.Linear, tgt: Tensor, rows: Tensor, workspace: Workspace | None) -> Tensor:
     """Summed token NLL per sentence [B] from the pre-output states hidden [B, T, F] (nats); `rows` are the
-    flat positions of the real target tokens in tgt [B, T] (`Batch.token_rows`)."""
+    flat positions of the real target tokens in tgt [B, T] (`Batch.token_rows`). Without a workspace, the
+    output layer's own forward and cross_entropy (the reference)."""
     h, target = hidden.flatten(0, 1).index_select(0, rows), tgt.flatten().index_select(0, rows)
+    if workspace is None:
+        nll = nn.functional.cross_entropy(_widened(layer(h)), target, reduction="none")
+        return nll.new_zeros(tgt.numel()).index_put((rows,), nll).view_as(tgt).sum(dim=1)
     if torch.is_autocast_enabled(hidden.device.type):
         extra = -len(rows) % ROW_MULTIPLE  # zero rows whose NLL is dropped: their gradient is 0
         h, target = torch.cat([h, h.new_zeros(extra, h.shape[1])]), torch.cat([target, target.new_zeros(extra)])
@@ -123,22 +135,26 @@ def output_nll(hidden: Tensor, layer: nn.Linear, tgt: Tensor, rows: Tensor, work
     return nll.new_zeros(tgt.numel()).index_put((rows,), nll).view_as(tgt).sum(dim=1)
 
 
-def masked_output_nll(hidden: Tensor, layer: nn.Linear, tgt: Tensor, tgt_mask: Tensor, workspace: Workspace) -> Tensor:
+def masked_output_nll(hidden: Tensor, layer: nn.Linear, tgt: Tensor, tgt_mask: Tensor, workspace: Workspace | None) -> Tensor:
     """What `output_nll` sums, at static shapes: every position's NLL, padding's set to 0 (and so its gradient),
     so that no size depends on the number of real tokens (train/graphs.py)."""
-    nll = OutputNLL.apply(hidden.flatten(0, 1), layer.weight, layer.bias, tgt.flatten(), workspace)
+    if workspace is None:
+        nll = nn.functional.cross_entropy(_widened(layer(hidden.flatten(0, 1))), tgt.flatten(), reduction="none")
+    else:
+        nll = OutputNLL.apply(hidden.flatten(0, 1), layer.weight, layer.bias, tgt.flatten(), workspace)
     return nll.view_as(tgt).masked_fill(~tgt_mask, 0.0).sum(dim=1)
 
 
 class SentenceNLL(nn.Module):
-    """A model's training objective as a module (what DistributedDataParallel wraps): NLL per sentence."""
+    """A model's training objective as a module (what DistributedDataParallel wraps): NLL per sentence, in the
+    form of the model's recurrence (`train.recurrence`: see the module's docstring)."""
 
-    def __init__(self, model: nn.Module, kernels: bool = False) -> None:
-        """`kernels`: the softmax as one stage (the `kernels` recurrence's; models/kernels/stages.py)."""
+    def __init__(self, model: nn.Module, recurrence: str) -> None:
         super().__init__()
         self.model = model
-        self.workspace = Workspace()
-        self.workspace.kernels = kernels
+        self.workspace = Workspace() if recurrence != "plain" else None
+        if self.workspace is not None:
+            self.workspace.kernels = recurrence == "kernels"
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt: Tensor, tgt_mask: Tensor, token_rows: Tensor | None = None) -> Tensor:
         """`token_rows` (Batch.token_rows): only the real target tokens' logits are computed; None: every

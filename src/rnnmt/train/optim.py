@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from rnnmt.errors import UserError
-from rnnmt.models.kernels import stages
+from rnnmt.recurrence.kernels import stages
 
 
 def build_optimizer(params: Iterable[nn.Parameter], cfg: dict[str, Any]) -> torch.optim.Optimizer:
@@ -74,7 +74,7 @@ def clip_gradients(
     return norm
 
 
-# The optimisers whose clipped step runs as one stage per parameter (models/kernels/stages.py).
+# The optimisers whose clipped step runs as one stage per parameter (recurrence/kernels/stages.py).
 KERNEL_STEPS = ("adadelta", "sgd")
 
 
@@ -91,11 +91,12 @@ def kernel_step(optimizer: torch.optim.Optimizer, norm_params: list[nn.Parameter
             if p.grad is None:
                 continue
             if not adadelta:
-                stages.sgd_update(p.detach(), p.grad, norm, group["lr"], max_norm)
+                stages.SGDUpdate(param=p.detach(), grad=p.grad, norm=norm, lr=group["lr"], max_norm=max_norm).run()
                 continue
             state = optimizer.state[p]
             if not state:  # torch.optim.Adadelta's lazy initialisation
                 state.update(step=torch.zeros(()), square_avg=torch.zeros_like(p), acc_delta=torch.zeros_like(p))
             state["step"] += 1
-            stages.adadelta_update(p.detach(), p.grad, state["square_avg"], state["acc_delta"], norm, group["lr"], max_norm, group["rho"], group["eps"])
+            stages.AdadeltaUpdate(param=p.detach(), grad=p.grad, square_avg=state["square_avg"], acc_delta=state["acc_delta"], norm=norm, lr=group["lr"],
+                                  max_norm=max_norm, rho=group["rho"], eps=group["eps"]).run()  # fmt: skip
     return norm

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import triton
 import triton.language as tl
-from torch import Tensor
 
-from rnnmt.models.kernels.stages import LUONG_KINDS, LUONG_SCORES
-from rnnmt.models.kernels.triton_common import (ATTENTION_WARPS, BLOCK, columns_block, context, context_back, positions_block, present_or, row_grid,
+from rnnmt.recurrence.kernels.triton_common import (ATTENTION_WARPS, BLOCK, columns_block, context, context_back, positions_block, present_or, row_grid,
                                                 row_stride, softmax, softmax_back, tanh)
 
 
@@ -261,26 +261,24 @@ def _feed_tanh_back(d_h_tilde, d_fed, d_fed_stride, fed_mask, h_tilde, d_pre, d_
 
 
 
-def lstm_cell(base: Tensor | None, gemm: Tensor, c_prev: Tensor, h_prev: Tensor | None, keep: Tensor | None, clip: float | None, gates: Tensor,
-              c_raw: Tensor, tanh_c: Tensor, c_next: Tensor, h_next: Tensor, h_next_c: Tensor, fwd: Tensor | None, fwd_c: Tensor | None,
-              fwd_mask: Tensor | None) -> None:  # fmt: skip
-    rows, H = c_raw.shape
-    _lstm_cell[row_grid(rows, H)](present_or(base, gemm), row_stride(base), gemm, gemm.stride(0), c_prev, c_prev.stride(0), present_or(h_prev, c_prev), row_stride(h_prev),
-                               present_or(keep, c_prev), gates, c_raw, tanh_c, c_next, c_next.stride(0), h_next, h_next.stride(0), h_next_c,
-                               h_next_c.stride(0), present_or(fwd, c_raw), row_stride(fwd), present_or(fwd_c, h_next_c), row_stride(fwd_c), present_or(fwd_mask, c_raw),
-                               clip or 0.0, H, HAS_BASE=base is not None, HAS_KEEP=keep is not None, HAS_CLIP=clip is not None,
-                               HAS_FWD=fwd is not None, HAS_FWD_C=fwd_c is not None, HAS_FWD_MASK=fwd_mask is not None, BLOCK=BLOCK)  # fmt: skip
+def lstm_cell(s: Any) -> None:
+    """The `lstm_cell` stage (stages.py) on its operands `s`."""
+    rows, H = s.c_raw.shape
+    _lstm_cell[row_grid(rows, H)](present_or(s.base, s.gemm), row_stride(s.base), s.gemm, s.gemm.stride(0), s.c_prev, s.c_prev.stride(0), present_or(s.h_prev, s.c_prev), row_stride(s.h_prev),
+                               present_or(s.keep, s.c_prev), s.gates, s.c_raw, s.tanh_c, s.c_next, s.c_next.stride(0), s.h_next, s.h_next.stride(0), s.h_next_c,
+                               s.h_next_c.stride(0), present_or(s.fwd, s.c_raw), row_stride(s.fwd), present_or(s.fwd_c, s.h_next_c), row_stride(s.fwd_c), present_or(s.fwd_mask, s.c_raw),
+                               s.clip or 0.0, H, HAS_BASE=s.base is not None, HAS_KEEP=s.keep is not None, HAS_CLIP=s.clip is not None,
+                               HAS_FWD=s.fwd is not None, HAS_FWD_C=s.fwd_c is not None, HAS_FWD_MASK=s.fwd_mask is not None, BLOCK=BLOCK)  # fmt: skip
 
 
-def lstm_cell_back(rest: Tensor | None, own: Tensor | None, below: Tensor, below_mask: Tensor | None, extra: Tensor | None, keep: Tensor | None,
-                   dc: Tensor, gates: Tensor, c_prev: Tensor, tanh_c: Tensor, c_raw: Tensor, clip: float | None, d_gates: Tensor,
-                   d_gates_c: Tensor) -> None:  # fmt: skip
-    rows, H = dc.shape
-    first = rows - extra.shape[0] if extra is not None else rows
-    _lstm_cell_back[row_grid(rows, H)](present_or(rest, dc), present_or(own, below), row_stride(own), below, below.stride(0), present_or(below_mask, dc), present_or(extra, dc),
-                                    row_stride(extra), first, present_or(keep, dc), dc, gates, c_prev, c_prev.stride(0), tanh_c, c_raw, clip or 0.0, d_gates,
-                                    d_gates_c, H, HAS_REST=rest is not None, HAS_OWN=own is not None, HAS_BELOW_MASK=below_mask is not None,
-                                    HAS_EXTRA=extra is not None, HAS_KEEP=keep is not None, HAS_CLIP=clip is not None, BLOCK=BLOCK)  # fmt: skip
+def lstm_cell_back(s: Any) -> None:
+    """The `lstm_cell_back` stage (stages.py) on its operands `s`."""
+    rows, H = s.dc.shape
+    first = rows - s.extra.shape[0] if s.extra is not None else rows
+    _lstm_cell_back[row_grid(rows, H)](present_or(s.rest, s.dc), present_or(s.own, s.below), row_stride(s.own), s.below, s.below.stride(0), present_or(s.below_mask, s.dc), present_or(s.extra, s.dc),
+                                    row_stride(s.extra), first, present_or(s.keep, s.dc), s.dc, s.gates, s.c_prev, s.c_prev.stride(0), s.tanh_c, s.c_raw, s.clip or 0.0, s.d_gates,
+                                    s.d_gates_c, H, HAS_REST=s.rest is not None, HAS_OWN=s.own is not None, HAS_BELOW_MASK=s.below_mask is not None,
+                                    HAS_EXTRA=s.extra is not None, HAS_KEEP=s.keep is not None, HAS_CLIP=s.clip is not None, BLOCK=BLOCK)  # fmt: skip
 
 
 def _slots(score: str, kind: str, Q: int, H: int) -> int:
@@ -293,42 +291,41 @@ def _inverse_two_variance(kind: str, window: int) -> float:
     return 1.0 / (2 * (window / 2) ** 2) if kind == "local-p" else 0.0
 
 
-def luong_attention(top: Tensor, q: Tensor | None, keys: Tensor, mask: Tensor, ann: Tensor, v_a: Tensor | None, v_p: Tensor | None, step: int,
-                    window: int, reversed_source: bool, score: str, kind: str, alpha: Tensor, soft: Tensor | None, ctx: Tensor, ctx_c: Tensor,
-                    pos: Tensor | None, tanh_u: Tensor | None) -> None:  # fmt: skip
-    B, S, H = ann.shape
-    Q = q.shape[1] if q is not None else 0
-    _luong_attention[(B,)](top, top.stride(0), present_or(q, top), row_stride(q), keys, mask, ann, present_or(v_a, top), present_or(v_p, top), alpha,
-                           present_or(soft, alpha), ctx, ctx_c, ctx_c.stride(0), present_or(pos, alpha), present_or(tanh_u, ctx), S, H, Q,
-                           _slots(score, kind, Q, H), step, window, _inverse_two_variance(kind, window), SCORE=LUONG_SCORES[score],
-                           KIND=LUONG_KINDS[kind], REVERSED=reversed_source, BLOCK_S=positions_block(S), BLOCK_H=columns_block(S),
+def luong_attention(s: Any) -> None:
+    """The `luong_attention` stage (stages.py) on its operands `s`."""
+    B, S, H = s.ann.shape
+    Q = s.q.shape[1] if s.q is not None else 0
+    _luong_attention[(B,)](s.top, s.top.stride(0), present_or(s.q, s.top), row_stride(s.q), s.keys, s.mask, s.ann, present_or(s.v_a, s.top), present_or(s.v_p, s.top), s.alpha,
+                           present_or(s.soft, s.alpha), s.ctx, s.ctx_c, s.ctx_c.stride(0), present_or(s.pos, s.alpha), present_or(s.tanh_u, s.ctx), S, H, Q,
+                           _slots(s.score, s.kind, Q, H), s.step, s.window, _inverse_two_variance(s.kind, s.window), SCORE=s.score_code,
+                           KIND=s.kind_code, REVERSED=s.reversed_source, BLOCK_S=positions_block(S), BLOCK_H=columns_block(S),
                            num_warps=ATTENTION_WARPS)  # fmt: skip
 
 
-def luong_attention_back(d_ctop: Tensor, d_alpha: Tensor | None, ann: Tensor, alpha: Tensor, soft: Tensor | None, keys: Tensor, q: Tensor | None,
-                         mask: Tensor, v_a: Tensor | None, v_p: Tensor | None, pos: Tensor | None, tanh_u: Tensor | None, window: int,
-                         reversed_source: bool, score: str, kind: str, d_ctx: Tensor, d_scores: Tensor, d_below: Tensor, dq: Tensor | None,
-                         dq_c: Tensor | None, d_keys: Tensor | None, dv_rows: Tensor | None, dz: Tensor | None) -> None:  # fmt: skip
-    B, S, H = ann.shape
-    Q = dq.shape[1] if dq is not None else 0
-    _luong_attention_back[(B,)](d_ctop, d_ctop.stride(0), present_or(d_alpha, alpha), ann, alpha, present_or(soft, alpha), keys, present_or(q, d_ctop),
-                                row_stride(q), mask, present_or(v_a, d_below), present_or(v_p, d_below), present_or(pos, alpha),
-                                present_or(tanh_u, d_below), d_ctx, d_scores, d_below, present_or(dq, d_below), present_or(dq_c, d_ctop),
-                                row_stride(dq_c), present_or(d_keys, ann), present_or(dv_rows, d_below), present_or(dz, alpha), S, H, Q, _slots(score, kind, Q, H), window,
-                                _inverse_two_variance(kind, window), SCORE=LUONG_SCORES[score], KIND=LUONG_KINDS[kind], REVERSED=reversed_source,
-                                HAS_DALPHA=d_alpha is not None, BLOCK_S=positions_block(S), BLOCK_H=columns_block(S),
-                                BLOCK_P=positions_block(max(_slots(score, kind, Q, H), 1)),
+def luong_attention_back(s: Any) -> None:
+    """The `luong_attention_back` stage (stages.py) on its operands `s`."""
+    B, S, H = s.ann.shape
+    Q = s.dq.shape[1] if s.dq is not None else 0
+    _luong_attention_back[(B,)](s.d_ctop, s.d_ctop.stride(0), present_or(s.d_alpha, s.alpha), s.ann, s.alpha, present_or(s.soft, s.alpha), s.keys, present_or(s.q, s.d_ctop),
+                                row_stride(s.q), s.mask, present_or(s.v_a, s.d_below), present_or(s.v_p, s.d_below), present_or(s.pos, s.alpha),
+                                present_or(s.tanh_u, s.d_below), s.d_ctx, s.d_scores, s.d_below, present_or(s.dq, s.d_below), present_or(s.dq_c, s.d_ctop),
+                                row_stride(s.dq_c), present_or(s.d_keys, s.ann), present_or(s.dv_rows, s.d_below), present_or(s.dz, s.alpha), S, H, Q, _slots(s.score, s.kind, Q, H), s.window,
+                                _inverse_two_variance(s.kind, s.window), SCORE=s.score_code, KIND=s.kind_code, REVERSED=s.reversed_source,
+                                HAS_DALPHA=s.d_alpha is not None, BLOCK_S=positions_block(S), BLOCK_H=columns_block(S),
+                                BLOCK_P=positions_block(max(_slots(s.score, s.kind, Q, H), 1)),
                                 num_warps=ATTENTION_WARPS)  # fmt: skip
 
 
-def feed_tanh(bias: Tensor | None, pre: Tensor, h_tilde: Tensor, fed: Tensor | None, fed_c: Tensor | None, fed_mask: Tensor | None) -> None:
-    rows, H = h_tilde.shape
-    _feed_tanh[row_grid(rows, H)](present_or(bias, pre), pre, h_tilde, present_or(fed, h_tilde), row_stride(fed), present_or(fed_c, pre), row_stride(fed_c), present_or(fed_mask, h_tilde), H,
-                               HAS_BIAS=bias is not None, HAS_FED=fed is not None, HAS_MASK=fed_mask is not None, BLOCK=BLOCK)  # fmt: skip
+def feed_tanh(s: Any) -> None:
+    """The `feed_tanh` stage (stages.py) on its operands `s`."""
+    rows, H = s.h_tilde.shape
+    _feed_tanh[row_grid(rows, H)](present_or(s.bias, s.pre), s.pre, s.h_tilde, present_or(s.fed, s.h_tilde), row_stride(s.fed), present_or(s.fed_c, s.pre), row_stride(s.fed_c), present_or(s.fed_mask, s.h_tilde), H,
+                               HAS_BIAS=s.bias is not None, HAS_FED=s.fed is not None, HAS_MASK=s.fed_mask is not None, BLOCK=BLOCK)  # fmt: skip
 
 
-def feed_tanh_back(d_h_tilde: Tensor, d_fed: Tensor | None, fed_mask: Tensor | None, h_tilde: Tensor, d_pre: Tensor, d_pre_c: Tensor) -> None:
-    rows, H = h_tilde.shape
-    _feed_tanh_back[row_grid(rows, H)](d_h_tilde, present_or(d_fed, d_h_tilde), row_stride(d_fed), present_or(fed_mask, h_tilde), h_tilde, d_pre, d_pre_c, H,
-                                    HAS_FED=d_fed is not None, HAS_MASK=fed_mask is not None, BLOCK=BLOCK)  # fmt: skip
+def feed_tanh_back(s: Any) -> None:
+    """The `feed_tanh_back` stage (stages.py) on its operands `s`."""
+    rows, H = s.h_tilde.shape
+    _feed_tanh_back[row_grid(rows, H)](s.d_h_tilde, present_or(s.d_fed, s.d_h_tilde), row_stride(s.d_fed), present_or(s.fed_mask, s.h_tilde), s.h_tilde, s.d_pre, s.d_pre_c, H,
+                                    HAS_FED=s.d_fed is not None, HAS_MASK=s.fed_mask is not None, BLOCK=BLOCK)  # fmt: skip
 

@@ -9,11 +9,12 @@ backward alike (scores by positions, then keys by columns)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import triton
 import triton.language as tl
-from torch import Tensor
 
-from rnnmt.models.kernels.triton_common import (BLOCK, context, context_back, positions_block, present_or, row_grid, row_stride, softmax, softmax_back,
+from rnnmt.recurrence.kernels.triton_common import (BLOCK, context, context_back, positions_block, present_or, row_grid, row_stride, softmax, softmax_back,
                                                 tanh)
 
 # Source positions per program of the energies and of their backward, and the columns of their sums' tiles;
@@ -166,49 +167,52 @@ def _additive_keys_back(d_weights, alpha, v, tanh_in, de_out, d_keys, dq, dq_c, 
     tl.store(dq_c + b * dq_c_stride + a, total.to(dq_c.dtype.element_ty), mask=a < A)
 
 
-def gru_gates(x: Tensor, xc: Tensor | None, g: Tensor, h: Tensor, gates: Tensor, rh: Tensor, rh_c: Tensor) -> None:
-    rows, H = h.shape
-    _gru_gates[row_grid(rows, H)](x, x.stride(0), xc if xc is not None else x, xc.stride(0) if xc is not None else 0, g, g.stride(0),
-                               h, h.stride(0), gates, rh, rh_c, H, HAS_XC=xc is not None, BLOCK=BLOCK)  # fmt: skip
+def gru_gates(s: Any) -> None:
+    """The `gru_gates` stage (stages.py) on its operands `s`."""
+    rows, H = s.h.shape
+    _gru_gates[row_grid(rows, H)](s.x, s.x.stride(0), s.xc if s.xc is not None else s.x, s.xc.stride(0) if s.xc is not None else 0, s.g, s.g.stride(0),
+                               s.h, s.h.stride(0), s.gates, s.rh, s.rh_c, H, HAS_XC=s.xc is not None, BLOCK=BLOCK)  # fmt: skip
 
 
-def gru_state(x: Tensor, xc: Tensor | None, u: Tensor, gates: Tensor, h: Tensor, keep: Tensor | None, cand: Tensor, out: Tensor, out_c: Tensor) -> None:
-    rows, H = h.shape
-    _gru_state[row_grid(rows, H)](x, x.stride(0), xc if xc is not None else x, xc.stride(0) if xc is not None else 0, u, gates, h, h.stride(0),
-                               keep if keep is not None else h, cand, out, out.stride(0), out_c, out_c.stride(0), H,
-                               HAS_XC=xc is not None, HAS_KEEP=keep is not None, BLOCK=BLOCK)  # fmt: skip
+def gru_state(s: Any) -> None:
+    """The `gru_state` stage (stages.py) on its operands `s`."""
+    rows, H = s.h.shape
+    _gru_state[row_grid(rows, H)](s.x, s.x.stride(0), s.xc if s.xc is not None else s.x, s.xc.stride(0) if s.xc is not None else 0, s.u, s.gates, s.h, s.h.stride(0),
+                               s.keep if s.keep is not None else s.h, s.cand, s.out, s.out.stride(0), s.out_c, s.out_c.stride(0), H,
+                               HAS_XC=s.xc is not None, HAS_KEEP=s.keep is not None, BLOCK=BLOCK)  # fmt: skip
 
 
-def gru_back_cand(base: Tensor, m: Tensor, extra: Tensor | None, mq: Tensor | None, gates: Tensor, cand: Tensor, keep: Tensor | None,
-                  dh: Tensor, dx: Tensor, dx_c: Tensor) -> None:  # fmt: skip
-    rows, H = base.shape
-    _gru_back_cand[row_grid(rows, H)](base, m, m.stride(0), extra if extra is not None else base, mq if mq is not None else m,
-                                   mq.stride(0) if mq is not None else 0, gates, cand, keep if keep is not None else base, dh, dx, dx_c, H,
-                                   HAS_EXTRA=extra is not None, HAS_MQ=mq is not None, HAS_KEEP=keep is not None, BLOCK=BLOCK)  # fmt: skip
+def gru_back_cand(s: Any) -> None:
+    """The `gru_back_cand` stage (stages.py) on its operands `s`."""
+    rows, H = s.base.shape
+    _gru_back_cand[row_grid(rows, H)](s.base, s.m, s.m.stride(0), s.extra if s.extra is not None else s.base, s.mq if s.mq is not None else s.m,
+                                   s.mq.stride(0) if s.mq is not None else 0, s.gates, s.cand, s.keep if s.keep is not None else s.base, s.dh, s.dx, s.dx_c, H,
+                                   HAS_EXTRA=s.extra is not None, HAS_MQ=s.mq is not None, HAS_KEEP=s.keep is not None, BLOCK=BLOCK)  # fmt: skip
 
 
-def gru_back_gates(dh: Tensor, drh: Tensor, gates: Tensor, cand: Tensor, h: Tensor, keep: Tensor | None, dx: Tensor, dx_c: Tensor, dzr_c: Tensor,
-                   base: Tensor) -> None:  # fmt: skip
-    rows, H = dh.shape
-    _gru_back_gates[row_grid(rows, H)](dh, drh, gates, cand, h, h.stride(0), keep if keep is not None else dh, dx, dx_c, dzr_c, dzr_c.stride(0), base, H,
-                                    HAS_KEEP=keep is not None, BLOCK=BLOCK)  # fmt: skip
+def gru_back_gates(s: Any) -> None:
+    """The `gru_back_gates` stage (stages.py) on its operands `s`."""
+    rows, H = s.dh.shape
+    _gru_back_gates[row_grid(rows, H)](s.dh, s.drh, s.gates, s.cand, s.h, s.h.stride(0), s.keep if s.keep is not None else s.dh, s.dx, s.dx_c, s.dzr_c, s.dzr_c.stride(0), s.base, H,
+                                    HAS_KEEP=s.keep is not None, BLOCK=BLOCK)  # fmt: skip
 
 
-def additive_attention(keys: Tensor, q: Tensor, v: Tensor, mask: Tensor, ann: Tensor, tanh: Tensor, alpha: Tensor, ctx: Tensor, ctx_c: Tensor) -> None:
-    B, S, A = keys.shape
-    C = ann.shape[2]
-    energy = alpha.new_empty(B, S)
-    _additive_energies[(B, triton.cdiv(S, ROW_POSITIONS))](keys, q, q.stride(0), v, tanh, energy, S, A, BLOCK_S=ROW_POSITIONS, BLOCK_A=ROW_SPAN)
-    _additive_context[(B, triton.cdiv(C, ROW_COLUMNS))](energy, mask, ann, alpha, ctx, ctx_c, S, C, BLOCK_S=positions_block(S), BLOCK_C=ROW_COLUMNS)
+def additive_attention(s: Any) -> None:
+    """The `additive_attention` stage (stages.py) on its operands `s`."""
+    B, S, A = s.keys.shape
+    C = s.ann.shape[2]
+    energy = s.alpha.new_empty(B, S)
+    _additive_energies[(B, triton.cdiv(S, ROW_POSITIONS))](s.keys, s.q, s.q.stride(0), s.v, s.tanh, energy, S, A, BLOCK_S=ROW_POSITIONS, BLOCK_A=ROW_SPAN)
+    _additive_context[(B, triton.cdiv(C, ROW_COLUMNS))](energy, s.mask, s.ann, s.alpha, s.ctx, s.ctx_c, S, C, BLOCK_S=positions_block(S), BLOCK_C=ROW_COLUMNS)
 
 
-def additive_attention_back(d_ctx: Tensor, dcx: Tensor | None, d_alpha: Tensor | None, ann: Tensor, alpha: Tensor, v: Tensor, tanh: Tensor,
-                            dc: Tensor, de: Tensor, d_keys: Tensor, dq: Tensor, dq_c: Tensor) -> None:  # fmt: skip
-    B, S, A = tanh.shape
-    C = ann.shape[2]
-    d_weights = alpha.new_empty(B, S)
-    _additive_scores_back[(B, triton.cdiv(S, ROW_POSITIONS))](d_ctx, present_or(dcx, d_ctx), row_stride(dcx), present_or(d_alpha, alpha), ann, dc, d_weights,
-                                                               S, C, HAS_DCX=dcx is not None, HAS_DALPHA=d_alpha is not None, BLOCK_S=ROW_POSITIONS,
+def additive_attention_back(s: Any) -> None:
+    """The `additive_attention_back` stage (stages.py) on its operands `s`."""
+    B, S, A = s.tanh.shape
+    C = s.ann.shape[2]
+    d_weights = s.alpha.new_empty(B, S)
+    _additive_scores_back[(B, triton.cdiv(S, ROW_POSITIONS))](s.d_ctx, present_or(s.dcx, s.d_ctx), row_stride(s.dcx), present_or(s.d_alpha, s.alpha), s.ann, s.dc, d_weights,
+                                                               S, C, HAS_DCX=s.dcx is not None, HAS_DALPHA=s.d_alpha is not None, BLOCK_S=ROW_POSITIONS,
                                                                BLOCK_C=ROW_SPAN)  # fmt: skip
-    _additive_keys_back[(B, triton.cdiv(A, ROW_COLUMNS))](d_weights, alpha, v, tanh, de, d_keys, dq, dq_c, dq_c.stride(0), S, A, BLOCK_S=positions_block(S),
+    _additive_keys_back[(B, triton.cdiv(A, ROW_COLUMNS))](d_weights, s.alpha, s.v, s.tanh, s.de, s.d_keys, s.dq, s.dq_c, s.dq_c.stride(0), S, A, BLOCK_S=positions_block(S),
                                                            BLOCK_A=ROW_COLUMNS)  # fmt: skip

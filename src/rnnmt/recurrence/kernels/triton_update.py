@@ -3,11 +3,12 @@ NLL and gradient, and the clipped parameter update (Adadelta, SGD), each one pas
 
 from __future__ import annotations
 
+from typing import Any
+
 import triton
 import triton.language as tl
-from torch import Tensor
 
-from rnnmt.models.kernels.triton_common import present_or
+from rnnmt.recurrence.kernels.triton_common import present_or
 
 # Vocabulary columns per step of a softmax row; elements per program of an update.
 VOCAB_BLOCK = 2048
@@ -47,9 +48,10 @@ def _output_softmax(logits, stride, bias, target, nll, V, HAS_BIAS: tl.constexpr
         tl.store(base + v, p.to(logits.dtype.element_ty), mask=v < V)
 
 
-def output_softmax(logits: Tensor, bias: Tensor | None, target: Tensor, nll: Tensor) -> None:
-    rows, V = logits.shape
-    _output_softmax[(rows,)](logits, logits.stride(0), present_or(bias, logits), target, nll, V, HAS_BIAS=bias is not None, BLOCK_V=VOCAB_BLOCK,
+def output_softmax(s: Any) -> None:
+    """The `output_softmax` stage (stages.py) on its operands `s`."""
+    rows, V = s.logits.shape
+    _output_softmax[(rows,)](s.logits, s.logits.stride(0), present_or(s.bias, s.logits), s.target, s.nll, V, HAS_BIAS=s.bias is not None, BLOCK_V=VOCAB_BLOCK,
                              num_warps=8)  # fmt: skip
 
 
@@ -76,10 +78,10 @@ def _adadelta_update(param, grad, square_avg, acc_delta, norm_ptr, n, lr, max_no
     tl.store(param + i, p - lr * delta, mask=m)
 
 
-def adadelta_update(param: Tensor, grad: Tensor, square_avg: Tensor, acc_delta: Tensor, norm: Tensor, lr: float, max_norm: float, rho: float,
-                    eps: float) -> None:  # fmt: skip
-    n = param.numel()
-    _adadelta_update[(triton.cdiv(n, UPDATE_BLOCK),)](param, grad, square_avg, acc_delta, norm, n, lr, max_norm, rho, 1 - rho, eps, BLOCK=UPDATE_BLOCK)
+def adadelta_update(s: Any) -> None:
+    """The `adadelta_update` stage (stages.py) on its operands `s`."""
+    n = s.param.numel()
+    _adadelta_update[(triton.cdiv(n, UPDATE_BLOCK),)](s.param, s.grad, s.square_avg, s.acc_delta, s.norm, n, s.lr, s.max_norm, s.rho, 1 - s.rho, s.eps, BLOCK=UPDATE_BLOCK)
 
 
 @triton.jit
@@ -91,6 +93,7 @@ def _sgd_update(param, grad, norm_ptr, n, lr, max_norm, BLOCK: tl.constexpr):
     tl.store(param + i, p - lr * g, mask=m)
 
 
-def sgd_update(param: Tensor, grad: Tensor, norm: Tensor, lr: float, max_norm: float) -> None:
-    n = param.numel()
-    _sgd_update[(triton.cdiv(n, UPDATE_BLOCK),)](param, grad, norm, n, lr, max_norm, BLOCK=UPDATE_BLOCK)
+def sgd_update(s: Any) -> None:
+    """The `sgd_update` stage (stages.py) on its operands `s`."""
+    n = s.param.numel()
+    _sgd_update[(triton.cdiv(n, UPDATE_BLOCK),)](s.param, s.grad, s.norm, n, s.lr, s.max_norm, BLOCK=UPDATE_BLOCK)

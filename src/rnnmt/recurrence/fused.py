@@ -1,18 +1,15 @@
-"""The recurrent loops with a hand-written backward pass (the `fused` path): GroundHog's GRU over a
-sequence, Bahdanau's attention decoder, Luong's input-feeding decoder and one LSTM layer over a sequence.
+"""The recurrent loops with a hand-written backward pass (`train.recurrence: fused`, the CPU's default):
+GroundHog's GRU over a sequence, Bahdanau's attention decoder, Luong's input-feeding decoder and one LSTM
+layer over a sequence, and `FusedLoops`, which runs a model's loops with them.
 
 Autograd through a Python loop records a dozen small operations per time step and, in the backward pass,
-computes every weight gradient as one small matrix product per step. These functions run the equations
-of gru.py, lstm.py, attention.py and decoders.py (GroundHog's `RecurrentLayer.step_fprop` in
+computes every weight gradient as one small matrix product per step. These functions run the modules'
+equations (models/gru.py, lstm.py, attention.py and decoders.py: GroundHog's `RecurrentLayer.step_fprop` in
 groundhog/layers/rec_layers.py and `RecurrentLayerWithSearch.step_fprop` in experiments/nmt/encdec.py,
-paper-spec §1.2–1.4; nmt.matlab for Luong's, below) with preallocated buffers, keep what the backward
-pass needs, and compute the weight gradients of all steps as one matrix product each after the loop.
-`GroundhogGRU.scan`, `BahdanauDecoder.features`, `LSTMEncoder` and (with input feeding)
-`LuongDecoder.features` use them unless the model is set to the plain path (`train.recurrence: plain`),
-which autograd differentiates step by step and which the tests compare them with.
-
-Under autocast (`train.precision: bfloat16`) the matrix products run in bfloat16 and everything else
-(states, gates, softmax, gradients) in float32: `Precision` holds the two dtypes.
+paper-spec §1.2–1.4; nmt.matlab for Luong's, below) on preallocated buffers, keep what the backward pass
+needs, and compute the weight gradients of all steps as one matrix product each after the loop. Their
+forward passes call those equations; their backward passes are the second form, which train/selfcheck.py
+compares with autograd through the modules before a run relies on it.
 
 Products of each sentence's states with one vector per sentence (attention scores and their gradients) are
 written row · matrixᵀ, [B, 1, H]·[B, H, S]: torch's batched matrix · column kernel takes twice as long on a CPU.
@@ -23,79 +20,29 @@ h̃ = tanh(x_h + b + U (r ∘ h)); h' = h + m ∘ z ∘ (h̃ − h), m = 1 on re
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-
-@dataclass(frozen=True)
-class Precision:
-    """Matrix products in `compute` (autocast's dtype while autocast is on), the rest in `acc` (≥ float32)."""
-
-    compute: torch.dtype
-    acc: torch.dtype
-
-    @staticmethod
-    def of(x: Tensor) -> Precision:
-        device = x.device.type
-        acc = torch.promote_types(x.dtype, torch.float32)
-        return Precision(torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else acc, acc)
-
-    def weight(self, w: Tensor) -> Tensor:
-        """A matrix as the products read it (cast once per pass)."""
-        return w.to(self.compute)
-
-    def mm(self, a: Tensor, b: Tensor) -> Tensor:
-        """a @ b in b's dtype (a `weight`), returned in the accumulation dtype."""
-        return torch.mm(a.to(b.dtype), b).to(self.acc)
-
-    def addmm(self, base: Tensor | None, a: Tensor, b: Tensor, out: Tensor | None = None) -> Tensor:
-        """base + a @ b (or a @ b without a base) with the product in b's dtype, the result in the accumulation dtype."""
-        if a.dtype == b.dtype == self.acc:
-            return torch.mm(a, b, out=out) if base is None else torch.addmm(base, a, b, out=out)
-        product = torch.mm(a.to(b.dtype), b)
-        # A conversion, then a float32 addition: torch's mixed-dtype elementwise kernels are slow.
-        if base is not None and out is not None and out.data_ptr() == base.data_ptr():
-            return out.add_(product.to(self.acc))
-        result = product.to(self.acc) if out is None else out.copy_(product)
-        return result if base is None else result.add_(base)
-
-    def buffer(self, x: Tensor, *shape: int, zero: bool = False) -> Tensor:
-        return (torch.zeros if zero else torch.empty)(*shape, dtype=self.acc, device=x.device)
-
-    def steps_first(self, x: Tensor) -> Tensor:
-        """[B, T, ...] as a contiguous [T, B, ...] copy in the accumulation dtype."""
-        return x.transpose(0, 1).to(self.acc, memory_format=torch.contiguous_format, copy=True)
-
-
-def explicit_precision(forward: Callable[..., Any]) -> Callable[..., Any]:
-    """Run a Function's forward with autocast off, after keeping the dtypes it asked for as ctx.precision."""
-
-    @functools.wraps(forward)
-    def wrapper(ctx: Any, *args: Any) -> Any:
-        x = next(a for a in args if isinstance(a, Tensor))
-        ctx.precision = Precision.of(x)
-        with torch.autocast(x.device.type, enabled=False):
-            return forward(ctx, *args)
-
-    return wrapper
+from rnnmt.models import attention, decoders, gru, lstm
+from rnnmt.models.attention import LUONG_KINDS, LUONG_SCORES, LuongAttention
+from rnnmt.models.encoders import Encoded
+from rnnmt.models.loops import Loops
+from rnnmt.recurrence.precision import Precision, explicit_precision, weight_grad
 
 
 def _gru_forward(p: Precision, x: Tensor, h: Tensor, Ug_t: Tensor, Uc_t: Tensor, gates: Tensor, rh: Tensor, cand: Tensor, keep: Tensor | None, out: Tensor) -> None:
-    """One GRU step into preallocated rows: x = [x_zr, x_h + b] [B, 3H], U·ᵀ as `p.weight`s; writes gates, r∘h, h̃ and h'."""
+    """One GRU step (gru.py's equations) into preallocated rows: x = [x_zr, x_h + b] [B, 3H], U·ᵀ as `p.weight`s;
+    writes gates, r∘h, h̃ and h'."""
     H = h.shape[1]
-    p.addmm(x[:, : 2 * H], h, Ug_t, out=gates).sigmoid_()
+    gru.gates(x[:, : 2 * H], p.mm(h, Ug_t), out=gates)
     torch.mul(gates[:, H:], h, out=rh)
-    p.addmm(x[:, 2 * H :], rh, Uc_t, out=cand).tanh_()
-    step = (cand - h).mul_(gates[:, :H])
-    if keep is not None:
-        step.mul_(keep)
-    torch.add(h, step, out=out)
+    gru.candidate(x[:, 2 * H :], p.mm(rh, Uc_t), out=cand)
+    gru.interpolate(h, gates[:, :H], cand, keep, out=out)
 
 
 def _gru_backward(p: Precision, dh: Tensor, h: Tensor, U_gates: Tensor, U_cand: Tensor, gates: Tensor, cand: Tensor, keep: Tensor | None, dx: Tensor) -> Tensor:
@@ -113,15 +60,10 @@ def _gru_backward(p: Precision, dh: Tensor, h: Tensor, U_gates: Tensor, U_cand: 
     return dh_prev
 
 
-def _weight_grad(p: Precision, d_out: Tensor, inputs: Tensor) -> Tensor:
-    """Σ over all steps and rows of d_outᵀ·input, one matrix product: [..., O] and [..., I] -> [O, I]."""
-    return p.mm(d_out.reshape(-1, d_out.shape[-1]).t(), p.weight(inputs.reshape(-1, inputs.shape[-1])))
-
-
 def _gru_weight_grads(p: Precision, dx: Tensor, h_prev: Tensor, rh: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """dU_zr, dU and db over all steps at once: dx [T, B, 3H], h_prev and r∘h [T, B, H]."""
     H = h_prev.shape[-1]
-    return _weight_grad(p, dx[..., : 2 * H], h_prev), _weight_grad(p, dx[..., 2 * H :], rh), dx[..., 2 * H :].sum((0, 1))
+    return weight_grad(p, dx[..., : 2 * H], h_prev), weight_grad(p, dx[..., 2 * H :], rh), dx[..., 2 * H :].sum((0, 1))
 
 
 class GRUScan(torch.autograd.Function):
@@ -184,20 +126,18 @@ class AttentiveGRULoop(torch.autograd.Function):
         xs = p.steps_first(x)
         xs[..., 2 * H :] += b_cand
         keys, annotations = keys.to(p.acc), annotations.to(p.acc)
-        blocked = ~mask
         states = p.buffer(x, T, B, H)
         states[0] = s0
         contexts = p.buffer(x, T, B, annotations.shape[2])
         tanh = p.buffer(x, T, B, S, A)
         alphas = p.buffer(x, T, B, S)
         gates, rh, cand = p.buffer(x, T, B, 2 * H), p.buffer(x, T, B, H), p.buffer(x, T, B, H)
-        v = v_a.reshape(A, 1).to(p.acc)
         Wa_t, C_t, Ug_t, Uc_t = (p.weight(w.t()) for w in (W_a, C_in, U_gates, U_cand))
         for t in range(T):
-            torch.add(keys, p.mm(states[t], Wa_t).unsqueeze(1), out=tanh[t]).tanh_()
-            energy = torch.mm(tanh[t].view(B * S, A), v).view(B, S).masked_fill_(blocked, float("-inf"))
-            torch.ops.aten._softmax.out(energy, -1, False, out=alphas[t])
-            torch.bmm(alphas[t].unsqueeze(1), annotations, out=contexts[t].unsqueeze(1))
+            attention.additive_terms(keys, p.mm(states[t], Wa_t).unsqueeze(1), out=tanh[t].unsqueeze(1))
+            energy = attention.additive_energies(tanh[t].view(B * S, A), v_a.to(p.acc)).view(B, S)
+            attention.attention_weights(energy, mask, out=alphas[t])
+            attention.attention_context(alphas[t].unsqueeze(1), annotations, out=contexts[t].unsqueeze(1))
             if t + 1 < T:
                 p.addmm(xs[t], contexts[t], C_t, out=xs[t])
                 _gru_forward(p, xs[t], states[t], Ug_t, Uc_t, gates[t], rh[t], cand[t], None, states[t + 1])
@@ -235,28 +175,17 @@ class AttentiveGRULoop(torch.autograd.Function):
             dkeys += dpre
             torch.sum(dpre, dim=1, out=dq_all[t])
             ds = p.addmm(ds + d_states[t], dq_all[t], Wa)
-        dW_a = _weight_grad(p, dq_all, states)
+        dW_a = weight_grad(p, dq_all, states)
         dv = (de_all.reshape(1, -1) @ tanh.reshape(-1, A)).reshape(v_a.shape)
-        dC_in = _weight_grad(p, dx, contexts)
+        dC_in = weight_grad(p, dx, contexts)
         d_annotations = torch.bmm(alphas.permute(1, 2, 0), dc_all.transpose(0, 1))
         # The GRU ran T − 1 steps, from states[0..T−2].
         dU_gates, dU_cand, db = _gru_weight_grads(p, dx[:-1], states[:-1], rh[:-1])
         return ds, dx.transpose(0, 1), dkeys, d_annotations, None, dW_a, dv, dC_in, dU_gates, dU_cand, db
 
 
-def _lstm_cell(gates: Tensor, c: Tensor, c_new: Tensor, tanh_c: Tensor, h_new: Tensor) -> None:
-    """Activate pre-activations [B, 4H] in place (torch's order i, f, g, o); write c' = f∘c + i∘g, tanh(c') and h' = o∘tanh(c')."""
-    H = c.shape[1]
-    gates[:, : 2 * H].sigmoid_()
-    gates[:, 2 * H : 3 * H].tanh_()
-    gates[:, 3 * H :].sigmoid_()
-    torch.mul(gates[:, H : 2 * H], c, out=c_new).addcmul_(gates[:, :H], gates[:, 2 * H : 3 * H])
-    torch.tanh(c_new, out=tanh_c)
-    torch.mul(gates[:, 3 * H :], tanh_c, out=h_new)
-
-
 def _lstm_cell_backward(dh: Tensor, dc: Tensor, gates: Tensor, c_prev: Tensor, tanh_c: Tensor, d_gates: Tensor) -> Tensor:
-    """The gradient of `_lstm_cell`: writes d(pre-activations) into d_gates, returns dL/dc (previous cell)."""
+    """The gradient of lstm.cell: writes d(pre-activations) into d_gates, returns dL/dc (previous cell)."""
     H = c_prev.shape[1]
     i, f, g, o = gates[:, :H], gates[:, H : 2 * H], gates[:, 2 * H : 3 * H], gates[:, 3 * H :]
     dc = dc + torch.ops.aten.tanh_backward(dh * o, tanh_c)
@@ -265,6 +194,86 @@ def _lstm_cell_backward(dh: Tensor, dc: Tensor, gates: Tensor, c_prev: Tensor, t
     torch.ops.aten.tanh_backward.grad_input(dc * i, g, grad_input=d_gates[:, 2 * H : 3 * H])
     torch.ops.aten.sigmoid_backward.grad_input(dh * tanh_c, o, grad_input=d_gates[:, 3 * H :])
     return dc * f
+
+
+@dataclass
+class FeedLoop:
+    """What Luong's input-feeding loop needs besides the tensors it differentiates (`FeedTensors`)."""
+
+    layers: int
+    clip: float | None  # of the carried cell, or None
+    feed_mask: Tensor | None  # inverted-dropout multipliers on the fed h̃ [T, B, H], or None
+    layer_masks: Tensor | None  # between the layers [L − 1, T, B, H], or None
+    attention: LuongAttention  # its forward, where the loop has no written-out form of it
+    source: Encoded  # its mask and summary
+    steps: Tensor  # the 0-based target steps [T]
+    dot: bool  # the written-out form: global attention with a dot-product score (energies = keys·h_t)
+
+    def attend(self, h: Tensor, keys: Tensor, annotations: Tensor, t: int) -> tuple[Tensor, Tensor]:
+        """The attention's forward for top states h [B, H] at step t: (c [B, H], α [B, S])."""
+        c, alpha = self.attention(h.unsqueeze(1), keys, Encoded(annotations, self.source.mask, self.source.summary), self.steps[t : t + 1])
+        return c.squeeze(1), alpha.squeeze(1)
+
+
+@dataclass
+class FeedTensors:
+    """The tensors of the input-feeding loop by name; `flat` and `of` lay them out as autograd.Function.apply takes
+    them (and the gradients as backward returns them)."""
+
+    x1: Tensor  # [B, T, 4H]: layer 1's input projection of the embeddings, its biases added
+    h0: Tensor  # [L, B, H]
+    c0: Tensor
+    W_ih: list[Tensor]  # per layer; layer 1's: the columns that read the fed h̃
+    W_hh: list[Tensor]
+    bias: list[Tensor | None]  # per layer b_ih + b_hh; None for layer 1 (in x1) and without biases
+    Wc_c: Tensor  # W_c's context and state halves, and its bias
+    Wc_h: Tensor
+    b_c: Tensor | None
+    keys: Tensor
+    annotations: Tensor
+    attention: list[Tensor]  # the attention's own parameters, in its order
+
+    def flat(self) -> list[Tensor | None]:
+        per_layer = [t for k in range(len(self.W_ih)) for t in (self.W_ih[k], self.W_hh[k], self.bias[k])]
+        return [self.x1, self.h0, self.c0, *per_layer, self.Wc_c, self.Wc_h, self.b_c, self.keys, self.annotations, *self.attention]
+
+    @staticmethod
+    def of(flat: Sequence[Tensor | None], layers: int) -> FeedTensors:
+        """The inverse of `flat`."""
+        x1, h0, c0, *rest = flat
+        per_layer, (Wc_c, Wc_h, b_c, keys, annotations), own = rest[: 3 * layers], rest[3 * layers : 3 * layers + 5], rest[3 * layers + 5 :]
+        return FeedTensors(x1, h0, c0, list(per_layer[0::3]), list(per_layer[1::3]), list(per_layer[2::3]), Wc_c, Wc_h, b_c, keys, annotations, list(own))
+
+
+def _dropout(decoder: nn.Module, shape: tuple[int, ...], p: float, like: Tensor) -> Tensor | None:
+    """Inverted-dropout multipliers (0 or 1/(1 − p)) while the decoder trains with p > 0, else None."""
+    if not decoder.training or p == 0:
+        return None
+    return lstm.dropout_multipliers(shape, p, like)
+
+
+def feed_loop(decoder: Any, ctx: dict[str, Any], words: Tensor, steps: Tensor, state: tuple[Tensor, Tensor]) -> tuple[FeedLoop, FeedTensors]:
+    """A LuongDecoder's input-feeding loop over its input words [B, T] (decoders.py): the loop's settings and tensors."""
+    enc, net, emb = ctx["enc"], decoder.lstm, decoder.embed.weight.shape[1]
+    layers, att = net.num_layers, decoder.attention
+    bias = lstm.summed_biases(net)
+    # Dropout on [E y; h̃] is dropout on each part: the embeddings' here, h̃'s in the loop.
+    x1 = nn.functional.linear(decoder.drop(decoder.embed(words)), net.weight_ih_l0[:, :emb], bias[0])
+    shape = (words.shape[1], words.shape[0], decoder.hidden)
+    feed_mask = _dropout(decoder, shape, decoder.drop.p, x1)
+    layer_masks = _dropout(decoder, (layers - 1, *shape), net.dropout, x1) if layers > 1 else None
+    dot = LUONG_SCORES[att.score].form == "dot" and LUONG_KINDS[att.kind].form == "global"
+    loop = FeedLoop(layers, decoder.state_clip, feed_mask, layer_masks, att, enc, steps, dot)
+    W_c = decoder.W_c
+    tensors = FeedTensors(
+        x1, *state,
+        W_ih=[net.weight_ih_l0[:, emb:]] + [getattr(net, f"weight_ih_l{k}") for k in range(1, layers)],
+        W_hh=[getattr(net, f"weight_hh_l{k}") for k in range(layers)],
+        bias=[None, *bias[1:]],
+        Wc_c=W_c.weight[:, : decoder.hidden], Wc_h=W_c.weight[:, decoder.hidden :], b_c=W_c.bias,
+        keys=ctx["keys"], annotations=enc.annotations, attention=list(att.parameters()),
+    )  # fmt: skip
+    return loop, tensors
 
 
 class LuongFeedLoop(torch.autograd.Function):
@@ -280,28 +289,25 @@ class LuongFeedLoop(torch.autograd.Function):
     lstmUnitForward.m (`input = [x_t; h_t_1]; ifoa_linear = W*input`) and lstmUnitBackprop.m
     (`d_input = W'*d_ifoa`). Dropout masks (scaled by 1/(1 − p), or None) apply to the fed-back h̃ and
     between the layers.
-    The attention (any of attention.py's Luong kinds) is `attend(h [B, H], keys, annotations, t) ->
-    (c [B, H], α [B, S])`; its backward is autograd's, recomputed per step in the backward pass. `attend`
-    reads the attention's parameters from its module; they are also passed as inputs (and listed in
-    spec["params"]) only so that autograd hands their gradients on. Global attention with a dot-product
-    score (dot, general: keys W_a h̄_s prepared outside), `spec["dot_mask"]` the source mask, is written
-    out instead: α = softmax(keys·h_t) over the mask, c_t = Σ_s α_s h̄_s (`attnLayerForward.m`), its
-    backward too, with the keys' and annotations' gradients of all steps as one product each.
+    The attention (any entry of attention.py's LUONG_SCORES and LUONG_KINDS) is its module's forward
+    (`FeedLoop.attend`), whose backward is autograd's, recomputed per step in the backward pass; its parameters
+    are among the inputs (`FeedTensors.attention`) only so that autograd hands their gradients on. Global
+    attention with a dot-product score (`FeedLoop.dot`: dot, general with keys W_a h̄_s prepared outside) is
+    written out instead: α = softmax(keys·h_t) over the source mask, c_t = Σ_s α_s h̄_s (attention.py's
+    equations; nmt.matlab's `attnLayerForward.m`), its backward too, with the keys' and annotations'
+    gradients of all steps as one product each.
 
-    Tensors (after `spec`): x1 [B, T, 4H], h0 and c0 [L, B, H], then per layer W_ih (layer 1: the h̃
-    columns), W_hh, bias (layers 2..L; None for layer 1 and without biases), then W_c's context and
-    state halves and its bias, the keys and annotations, then the attention's own parameters.
-    Returns h̃ [B, T, H] and α [B, T, S].
+    Inputs: the FeedLoop, then FeedTensors.flat(). Returns h̃ [B, T, H] and α [B, T, S].
     """
 
     @staticmethod
     @explicit_precision
-    def forward(ctx: Any, spec: dict[str, Any], x1: Tensor, h0: Tensor, c0: Tensor, *tensors: Tensor | None) -> tuple[Tensor, Tensor]:
-        L, clip, attend, p = spec["layers"], spec["clip"], spec["attend"], ctx.precision
-        feed_mask, layer_masks, dot_mask = spec["feed_mask"], spec["layer_masks"], spec["dot_mask"]
-        W_ih, W_hh, bias = tensors[0 : 3 * L : 3], tensors[1 : 3 * L : 3], tensors[2 : 3 * L : 3]
-        Wc_c, Wc_h, b_c, keys, annotations = tensors[3 * L : 3 * L + 5]
-        keys, annotations = keys.to(p.acc), annotations.to(p.acc)
+    def forward(ctx: Any, loop: FeedLoop, *flat: Tensor | None) -> tuple[Tensor, Tensor]:
+        L, clip, p = loop.layers, loop.clip, ctx.precision
+        feed_mask, layer_masks, mask = loop.feed_mask, loop.layer_masks, loop.source.mask
+        w = FeedTensors.of(flat, L)
+        x1, bias, b_c = w.x1, w.bias, w.b_c
+        keys, annotations = w.keys.to(p.acc), w.annotations.to(p.acc)
         B, T, H4 = x1.shape
         H = H4 // 4
         xs = p.steps_first(x1)
@@ -309,15 +315,15 @@ class LuongFeedLoop(torch.autograd.Function):
         xh = p.buffer(x1, L, T + 1, B, 2 * H)
         inputs, h = xh[:, :T, :, :H], xh[..., H:]
         c = p.buffer(x1, L, T + 1, B, H)  # the carried (clipped) cell
-        h[:, 0], c[:, 0] = h0, c0
+        h[:, 0], c[:, 0] = w.h0, w.c0
         gates = p.buffer(x1, L, T, B, 4 * H)
         c_raw, tanh_c = p.buffer(x1, L, T, B, H), p.buffer(x1, L, T, B, H)
         h_tilde = p.buffer(x1, T + 1, B, H, zero=True)  # h_tilde[t + 1] = h̃_t; h̃_0 = 0
         contexts = p.buffer(x1, T, B, H)
         alphas = p.buffer(x1, T, B, annotations.shape[1])
         # Each layer's [W_ih W_hh] [4H, 2H], cast once: read transposed here, as it is in backward.
-        W = [p.weight(torch.cat((a, b), 1)) for a, b in zip(W_ih, W_hh)]
-        Wcc_t, Wch_t = p.weight(Wc_c.t()), p.weight(Wc_h.t())
+        W = [p.weight(torch.cat((a, b), 1)) for a, b in zip(w.W_ih, w.W_hh)]
+        Wcc_t, Wch_t = p.weight(w.Wc_c.t()), p.weight(w.Wc_h.t())
         for t in range(T):
             for layer in range(L):
                 source, drop = (h_tilde[t], feed_mask) if layer == 0 else (h[layer - 1, t + 1], layer_masks)
@@ -327,32 +333,30 @@ class LuongFeedLoop(torch.autograd.Function):
                     inputs[layer, t] = source
                 base = xs[t] if layer == 0 else bias[layer].expand(B, 4 * H) if bias[layer] is not None else None
                 pre = p.addmm(base, xh[layer, t], W[layer].t(), out=gates[layer, t])
-                _lstm_cell(pre, c[layer, t], c_raw[layer, t], tanh_c[layer, t], h[layer, t + 1])
+                lstm.cell(pre, c[layer, t], c_raw[layer, t], tanh_c[layer, t], h[layer, t + 1])
                 c[layer, t + 1] = c_raw[layer, t].clamp(-clip, clip) if clip is not None else c_raw[layer, t]
             top = h[L - 1, t + 1]
-            if dot_mask is not None:
-                energy = torch.bmm(top.unsqueeze(1), keys.transpose(1, 2)).squeeze(1).masked_fill_(~dot_mask, float("-inf"))
-                torch.ops.aten._softmax.out(energy, -1, False, out=alphas[t])
-                torch.bmm(alphas[t].unsqueeze(1), annotations, out=contexts[t].unsqueeze(1))
+            if loop.dot:
+                energy = attention.dot_energies(top.unsqueeze(1), keys).squeeze(1)
+                attention.attention_weights(energy, mask, out=alphas[t])
+                attention.attention_context(alphas[t].unsqueeze(1), annotations, out=contexts[t].unsqueeze(1))
             else:
-                contexts[t], alphas[t] = attend(top, keys, annotations, t)
+                contexts[t], alphas[t] = loop.attend(top, keys, annotations, t)
             pre = p.addmm(b_c.expand(B, H) if b_c is not None else None, contexts[t], Wcc_t)
-            torch.tanh(p.addmm(pre, top, Wch_t), out=h_tilde[t + 1])
-        ctx.spec = spec
-        ctx.save_for_backward(xh, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, *W, *tensors)
+            decoders.attentional_state(p.addmm(pre, top, Wch_t), out=h_tilde[t + 1])
+        ctx.loop = loop
+        ctx.save_for_backward(xh, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, *W, *flat)
         return h_tilde[1:].transpose(0, 1), alphas.transpose(0, 1)
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, d_h_tilde: Tensor, d_alphas: Tensor | None) -> tuple[Tensor | None, ...]:
-        spec, p = ctx.spec, ctx.precision
-        L, clip, attend, params = spec["layers"], spec["clip"], spec["attend"], spec["params"]
-        feed_mask, layer_masks, dot_mask = spec["feed_mask"], spec["layer_masks"], spec["dot_mask"]
+        loop, p = ctx.loop, ctx.precision
+        L, clip, feed_mask, layer_masks = loop.layers, loop.clip, loop.feed_mask, loop.layer_masks
         xh, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, *saved = ctx.saved_tensors
-        W, tensors = saved[:L], saved[L:]
-        bias = tensors[2 : 3 * L : 3]
-        Wc_c, Wc_h, b_c, keys, annotations = tensors[3 * L : 3 * L + 5]
-        keys, annotations = keys.to(p.acc), annotations.to(p.acc)
+        W, w = saved[:L], FeedTensors.of(saved[L:], L)
+        params, bias, b_c = w.attention, w.bias, w.b_c
+        keys, annotations = w.keys.to(p.acc), w.annotations.to(p.acc)
         T, B, H = contexts.shape
         h = xh[..., H:]
         d_h_tilde = d_h_tilde.transpose(0, 1)
@@ -364,14 +368,14 @@ class LuongFeedLoop(torch.autograd.Function):
         dh = [p.buffer(contexts, B, H, zero=True) for _ in range(L)]  # dL/dh[l, t + 1] from step t + 1
         dc = [p.buffer(contexts, B, H, zero=True) for _ in range(L)]  # dL/dc[l, t + 1] (carried) from step t + 1
         d_fed = p.buffer(contexts, B, H, zero=True)  # dL/dh̃_t from step t + 1's input
-        Wcc, Wch = p.weight(Wc_c), p.weight(Wc_h)
-        if dot_mask is not None:
+        Wcc, Wch = p.weight(w.Wc_c), p.weight(w.Wc_h)
+        if loop.dot:
             d_scores, d_contexts = p.buffer(contexts, *alphas.shape), p.buffer(contexts, T, B, H)
         for t in range(T - 1, -1, -1):
             torch.ops.aten.tanh_backward.grad_input(d_h_tilde[t] + d_fed, h_tilde[t + 1], grad_input=d_pre_c[t])
             top = h[L - 1, t + 1]
             d_context = p.mm(d_pre_c[t], Wcc)
-            if dot_mask is not None:
+            if loop.dot:
                 d_contexts[t] = d_context
                 d_alpha = torch.bmm(d_context.unsqueeze(1), annotations.transpose(1, 2)).squeeze(1)
                 if d_alphas is not None:
@@ -381,7 +385,7 @@ class LuongFeedLoop(torch.autograd.Function):
             else:
                 with torch.enable_grad():
                     leaves = [top.detach().requires_grad_(), keys.detach().requires_grad_(), annotations.detach().requires_grad_()]
-                    context, alpha = attend(*leaves, t)
+                    context, alpha = loop.attend(*leaves, t)
                     outputs, grads = [context], [d_context]
                     if d_alphas is not None:
                         outputs.append(alpha)
@@ -405,17 +409,17 @@ class LuongFeedLoop(torch.autograd.Function):
                     d_fed = d_in * feed_mask[t] if feed_mask is not None else d_in
                 else:
                     d_below = d_in * layer_masks[layer - 1, t] if layer_masks is not None else d_in
-        if dot_mask is not None:
+        if loop.dot:
             # Σ_t of the per-step outer products, one batched product each.
             d_keys = torch.bmm(d_scores.permute(1, 2, 0), h[L - 1, 1:].transpose(0, 1))
             d_annotations = torch.bmm(alphas.permute(1, 2, 0), d_contexts.transpose(0, 1))
         grads: list[Tensor | None] = []
         for layer in range(L):
             d_bias = d_gates[layer].sum((0, 1)) if bias[layer] is not None else None
-            d_W = _weight_grad(p, d_gates[layer], xh[layer, :T])
+            d_W = weight_grad(p, d_gates[layer], xh[layer, :T])
             grads += [d_W[:, :H], d_W[:, H:], d_bias]
         d_b_c = d_pre_c.sum((0, 1)) if b_c is not None else None
-        grads += [_weight_grad(p, d_pre_c, contexts), _weight_grad(p, d_pre_c, h[L - 1, 1:]), d_b_c]
+        grads += [weight_grad(p, d_pre_c, contexts), weight_grad(p, d_pre_c, h[L - 1, 1:]), d_b_c]
         grads += [d_keys, d_annotations, *d_params]
         return (None, d_gates[0].transpose(0, 1), torch.stack(dh), torch.stack(dc), *grads)
 
@@ -438,7 +442,7 @@ class LSTMScan(torch.autograd.Function):
         c_raw, tanh_c, h_new = p.buffer(x, T, B, H), p.buffer(x, T, B, H), p.buffer(x, T, B, H)
         Whh_t = p.weight(W_hh.t())
         for t in range(T):
-            _lstm_cell(p.addmm(gates[t], h[t], Whh_t, out=gates[t]), c[t], c_raw[t], tanh_c[t], h_new[t])
+            lstm.cell(p.addmm(gates[t], h[t], Whh_t, out=gates[t]), c[t], c_raw[t], tanh_c[t], h_new[t])
             torch.lerp(h[t], h_new[t], keep[t], out=h[t + 1])
             torch.lerp(c[t], c_raw[t].clamp(-clip, clip) if clip is not None else c_raw[t], keep[t], out=c[t + 1])
         ctx.clip = clip
@@ -463,4 +467,83 @@ class LSTMScan(torch.autograd.Function):
                 dc_new = dc_new * (c_raw[t].abs() <= clip)
             dc = dc + _lstm_cell_backward(dh_new, dc_new, gates[t], c[t], tanh_c[t], d_gates[t])
             dh = p.addmm(dh, d_gates[t], Whh)
-        return d_gates.transpose(0, 1), dh, dc, None, _weight_grad(p, d_gates, h[:-1]), None
+        return d_gates.transpose(0, 1), dh, dc, None, weight_grad(p, d_gates, h[:-1]), None
+
+
+def lstm_layers(net: nn.LSTM, x: Tensor, mask: Tensor, clip: float | None, training: bool) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    """What torch's LSTM computes over x [B, T, E] from a zero state (lstm.run), layer by layer with LSTMScan: each
+    layer's input projection for all positions at once, then its recurrence; dropout between the layers. The top
+    layer's states (zero on padding) and every layer's final (h, c)."""
+    batch, layers, H = x.shape[0], net.num_layers, net.hidden_size
+    bias = lstm.summed_biases(net)
+    zeros = x.new_zeros(batch, H, dtype=torch.promote_types(x.dtype, torch.float32))
+    finals_h, finals_c = [], []
+    for k in range(layers):
+        if k > 0 and training and net.dropout > 0:
+            x = x * lstm.between_layers(x, H, net.dropout)
+        projected = nn.functional.linear(x, getattr(net, f"weight_ih_l{k}"), bias[k])
+        x, h, c = LSTMScan.apply(projected, zeros, zeros, mask, getattr(net, f"weight_hh_l{k}"), clip)
+        finals_h.append(h)
+        finals_c.append(c)
+    return x * mask.unsqueeze(-1), (torch.stack(finals_h), torch.stack(finals_c))
+
+
+def fixed_context_loop(decoder: Any, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
+    """RNNencdec's decoder loop (attention `none`: the context is the summary c at every step) as one GRU scan over
+    W·y_t + C·c from s_0, by the GRU's own loops: the states before each word, the contexts and the weights."""
+    gru, steps = decoder.gru, x_proj.shape[1]
+    after = gru.scan(x_proj[:, :-1] + gru.project_context(keys).unsqueeze(1), None, h0=s0)
+    queries = torch.cat([s0.unsqueeze(1), after], dim=1)
+    alphas = enc.mask.to(keys.dtype).unsqueeze(1).expand(-1, steps, -1)
+    return queries, keys.unsqueeze(1).expand(-1, steps, -1), alphas
+
+
+def additive_loop(function: Any, decoder: Any, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
+    """RNNsearch's decoder loop (additive attention) as `function` (AttentiveGRULoop or its kernel form) runs it."""
+    att, recurrent = decoder.attention, decoder.gru
+    return function.apply(s0, x_proj, keys, enc.annotations, enc.mask, att.W_a.weight, att.v_a.weight, recurrent.C_in.weight, *recurrent.recurrent_weights())
+
+
+BahdanauForm = Callable[[Any, Tensor, Tensor, Tensor, Encoded], tuple[Tensor, Tensor, Tensor]]
+
+
+def bahdanau_unsupported(forms: dict[str, BahdanauForm], model_cfg: dict[str, Any], recurrence: str) -> str | None:
+    """Why a GRU decoder of `model_cfg` has no form among `forms` (by its attention's name), or None."""
+    if model_cfg.get("decoder", "gru") == "gru" and model_cfg["attention"] not in forms:
+        return f"Bahdanau attention {model_cfg['attention']!r} has no {recurrence} form (recurrence/)"
+    return None
+
+
+@dataclass(frozen=True)
+class FusedLoops(Loops):
+    """The loops with the hand-written backward passes above."""
+
+    name: ClassVar[str] = "fused"
+    decoders: ClassVar[dict[str, BahdanauForm]] = {
+        "additive": lambda decoder, *args: additive_loop(AttentiveGRULoop, decoder, *args),
+        "none": fixed_context_loop,
+    }
+    encoder_layers: ClassVar[Callable[..., tuple[Tensor, tuple[Tensor, Tensor]]]] = staticmethod(lstm_layers)
+    feed_loop: ClassVar[type[torch.autograd.Function]] = LuongFeedLoop
+
+    def unsupported(self, model_cfg: dict[str, Any]) -> str | None:
+        return bahdanau_unsupported(self.decoders, model_cfg, self.name)
+
+    def gru_scans(self, grus: Sequence[Any], inputs: Sequence[Tensor], mask: Tensor | None, reverse: Sequence[bool],
+                  h0: Sequence[Tensor]) -> list[Tensor]:  # fmt: skip
+        return [GRUScan.apply(x, h, mask, r, *g.recurrent_weights()) for g, x, r, h in zip(grus, inputs, reverse, h0)]
+
+    def bahdanau_decoder(self, decoder: Any, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Any) -> tuple[Tensor, Tensor, Tensor]:
+        return self.decoders[decoder.attention_name](decoder, s0, x_proj, keys, enc)
+
+    def lstm_encoder(self, encoder: Any, x: Tensor, mask: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        # On a GPU, cuDNN's kernel over packed sequences is the fast form (faithful without clipping).
+        if x.device.type == "cuda" and encoder.state_clip is None and self.packed:
+            return encoder.steps(x, mask, self.packed)
+        return self.encoder_layers(encoder.lstm, x, mask, encoder.state_clip, encoder.training)
+
+    def luong_decoder(self, decoder: Any, ctx: dict[str, Any], words: Tensor, steps: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+        if not decoder.feed_input or decoder.attention is None:
+            return decoder.steps(ctx, words, steps, state)
+        loop, tensors = feed_loop(decoder, ctx, words, steps, state)
+        return self.feed_loop.apply(loop, *tensors.flat())

@@ -1,7 +1,7 @@
-"""The GRU and attention-decoder loops of recurrence.py with each step's pointwise work as single kernels
-(`train.recurrence: kernels`, stages.py): the GPU path, few kernels per step.
+"""The loops of recurrence/fused.py with each step's pointwise work as single kernels (`train.recurrence:
+kernels`, stages.py), and `KernelLoops`, which runs a model's loops with them: the GPU path, few kernels per step.
 
-The equations and the saved values are those of recurrence.py's `GRUScan` and `AttentiveGRULoop`
+The equations and the saved values are those of fused.py's `GRUScan` and `AttentiveGRULoop`
 (GroundHog's rec_layers.py and encdec.py, paper-spec §1.2–1.4). What changes is how a step is cut into
 launches, forward and backward:
 
@@ -18,19 +18,23 @@ launches, forward and backward:
   softmax, tanh, the keys' accumulated gradient and the query's: two kernels), and one product
   [U_zr; W_a]ᵀ for both terms of the previous state's gradient.
 
-Weight gradients are one product each over all steps after the loop, as in recurrence.py.
+Weight gradients are one product each over all steps after the loop, as in fused.py.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from rnnmt.models.kernels import stages
-from rnnmt.models.recurrence import Precision, _weight_grad, explicit_precision
+from rnnmt.models import lstm
+from rnnmt.models.attention import LUONG_KINDS, LUONG_SCORES
+from rnnmt.recurrence.fused import FeedLoop, FeedTensors, FusedLoops, additive_loop, bahdanau_unsupported, fixed_context_loop
+from rnnmt.recurrence.kernels import stages
+from rnnmt.recurrence.precision import Precision, explicit_precision, weight_grad
 
 
 def _companion(p: Precision, x: Tensor, *shape: int) -> Tensor:
@@ -64,10 +68,10 @@ class GRUScanKernels(torch.autograd.Function):
         for t in range(T):
             k = _flat(keeps[t].unsqueeze(-1)) if keeps is not None else None
             torch.bmm(states_c[t], Ug_t, out=g)
-            stages.gru_gates(_flat(xs[t]), None, _flat(g), _flat(states[t]), _flat(gates[t]), _flat(rh[t]), _flat(rh_c))
+            stages.GRUGates(x=_flat(xs[t]), xc=None, g=_flat(g), h=_flat(states[t]), gates=_flat(gates[t]), rh=_flat(rh[t]), rh_c=_flat(rh_c)).run()
             torch.bmm(rh_c, Uc_t, out=u)
-            stages.gru_state(_flat(xs[t]), None, _flat(u), _flat(gates[t]), _flat(states[t]), k, _flat(cand[t]), _flat(states[t + 1]),
-                              _flat(states_c[t + 1]))  # fmt: skip
+            stages.GRUState(x=_flat(xs[t]), xc=None, u=_flat(u), gates=_flat(gates[t]), h=_flat(states[t]), keep=k, cand=_flat(cand[t]),
+                            out=_flat(states[t + 1]), out_c=_flat(states_c[t + 1])).run()  # fmt: skip
         ctx.save_for_backward(states, states_c, gates, rh, cand, keeps, U_gates, U_cand)
         return states[1:].permute(1, 2, 0, 3)
 
@@ -84,15 +88,16 @@ class GRUScanKernels(torch.autograd.Function):
         Ug, Uc = U_gates.to(p.compute), U_cand.to(p.compute)
         for t in range(T - 1, -1, -1):
             k = _flat(keeps[t].unsqueeze(-1)) if keeps is not None else None
-            stages.gru_back_cand(_flat(base), _flat(m), _flat(grads[t]), None, _flat(gates[t]), _flat(cand[t]), k, _flat(dh), _flat(dx[t]), _flat(dx_c[t]))
+            stages.GRUBackCand(base=_flat(base), m=_flat(m), extra=_flat(grads[t]), mq=None, gates=_flat(gates[t]), cand=_flat(cand[t]), keep=k,
+                               dh=_flat(dh), dx=_flat(dx[t]), dx_c=_flat(dx_c[t])).run()  # fmt: skip
             torch.bmm(dx_c[t, ..., 2 * H :], Uc, out=drh)
-            stages.gru_back_gates(_flat(dh), _flat(drh), _flat(gates[t]), _flat(cand[t]), _flat(states[t]), k, _flat(dx[t]), _flat(dx_c[t]),
-                                   _flat(dzr_c), _flat(base))  # fmt: skip
+            stages.GRUBackGates(dh=_flat(dh), drh=_flat(drh), gates=_flat(gates[t]), cand=_flat(cand[t]), h=_flat(states[t]), keep=k, dx=_flat(dx[t]),
+                                dx_c=_flat(dx_c[t]), dzr_c=_flat(dzr_c), base=_flat(base)).run()  # fmt: skip
             torch.bmm(dzr_c, Ug, out=m)
         dh0 = base + m.to(p.acc)
         by_direction = (lambda a: a.transpose(0, 1))  # [T, D, ...] -> [D, T, ...]: one product per direction
-        dU_gates = torch.stack([_weight_grad(p, by_direction(dx_c[..., : 2 * H])[d], by_direction(states_c[:-1])[d]) for d in range(D)])
-        dU_cand = torch.stack([_weight_grad(p, by_direction(dx_c[..., 2 * H :])[d], by_direction(rh)[d]) for d in range(D)])
+        dU_gates = torch.stack([weight_grad(p, by_direction(dx_c[..., : 2 * H])[d], by_direction(states_c[:-1])[d]) for d in range(D)])
+        dU_cand = torch.stack([weight_grad(p, by_direction(dx_c[..., 2 * H :])[d], by_direction(rh)[d]) for d in range(D)])
         db = dx[..., 2 * H :].sum((0, 2))
         return dx.permute(1, 2, 0, 3), dh0, None, dU_gates, dU_cand, db
 
@@ -122,12 +127,14 @@ class AttentiveGRUKernels(torch.autograd.Function):
         C_t, Uc_t = C_in.t().to(p.compute), U_cand.t().to(p.compute)
         for t in range(T):
             torch.mm(states_c[t], W_qg, out=qg)
-            stages.additive_attention(keys, qg[:, :A], v, real, annotations, tanh[t], alphas[t], contexts[t], ctx_c)
+            stages.AdditiveStep(keys=keys, q=qg[:, :A], v=v, mask=real, ann=annotations, tanh=tanh[t], alpha=alphas[t], ctx=contexts[t],
+                                ctx_c=ctx_c).run()  # fmt: skip
             if t + 1 < T:
                 torch.mm(ctx_c, C_t, out=xc)
-                stages.gru_gates(xs[t], xc, qg[:, A:], states[t], gates[t], rh[t], rh_c)
+                stages.GRUGates(x=xs[t], xc=xc, g=qg[:, A:], h=states[t], gates=gates[t], rh=rh[t], rh_c=rh_c).run()
                 torch.mm(rh_c, Uc_t, out=u)
-                stages.gru_state(xs[t], xc, u, gates[t], states[t], None, cand[t], states[t + 1], states_c[t + 1])
+                stages.GRUState(x=xs[t], xc=xc, u=u, gates=gates[t], h=states[t], keep=None, cand=cand[t], out=states[t + 1],
+                                out_c=states_c[t + 1]).run()  # fmt: skip
         ctx.save_for_backward(states, states_c, contexts, alphas, tanh, gates, rh, cand, annotations, W_a, v_a, C_in, U_gates, U_cand)
         return states.transpose(0, 1), contexts.transpose(0, 1), alphas.transpose(0, 1)
 
@@ -150,21 +157,24 @@ class AttentiveGRUKernels(torch.autograd.Function):
         C_m, Uc = C_in.to(p.compute), U_cand.to(p.compute)
         for t in range(T - 1, -1, -1):
             if t + 1 < T:
-                stages.gru_back_cand(base, mgq, d_states[t + 1], None, gates[t], cand[t], None, dh, dx[t], dx_c[t])
+                stages.GRUBackCand(base=base, m=mgq, extra=d_states[t + 1], mq=None, gates=gates[t], cand=cand[t], keep=None, dh=dh, dx=dx[t],
+                                   dx_c=dx_c[t]).run()  # fmt: skip
                 torch.mm(dx_c[t, :, 2 * H :], Uc, out=drh)
-                stages.gru_back_gates(dh, drh, gates[t], cand[t], states[t], None, dx[t], dx_c[t], zq, base)
+                stages.GRUBackGates(dh=dh, drh=drh, gates=gates[t], cand=cand[t], h=states[t], keep=None, dx=dx[t], dx_c=dx_c[t], dzr_c=zq,
+                                    base=base).run()  # fmt: skip
                 torch.mm(dx_c[t], C_m, out=dcx)
-            stages.additive_attention_back(d_contexts[t], dcx if t + 1 < T else None, d_alphas[t] if d_alphas is not None else None, annotations,
-                                            alphas[t], v, tanh[t], dc_all[t], de_all[t], d_keys, dq_all[t], zq[:, 2 * H :])  # fmt: skip
+            stages.AdditiveStepBack(d_ctx=d_contexts[t], dcx=dcx if t + 1 < T else None, d_alpha=d_alphas[t] if d_alphas is not None else None,
+                                    ann=annotations, alpha=alphas[t], v=v, tanh=tanh[t], dc=dc_all[t], de=de_all[t], d_keys=d_keys, dq=dq_all[t],
+                                    dq_c=zq[:, 2 * H :]).run()  # fmt: skip
             torch.mm(zq, W_zq, out=mgq)
         ds0 = base + mgq.to(p.acc) + d_states[0]
-        dW_a = _weight_grad(p, dq_all, states_c)
+        dW_a = weight_grad(p, dq_all, states_c)
         dv = (de_all.reshape(1, -1) @ tanh.reshape(-1, A)).reshape(v_a.shape)
-        dC_in = _weight_grad(p, dx_c, contexts)
+        dC_in = weight_grad(p, dx_c, contexts)
         d_annotations = torch.bmm(alphas.permute(1, 2, 0), dc_all.transpose(0, 1))
         # The GRU ran T − 1 steps, from states[0..T−2].
-        dU_gates = _weight_grad(p, dx_c[:-1, :, : 2 * H], states_c[:-1])
-        dU_cand = _weight_grad(p, dx_c[:-1, :, 2 * H :], rh[:-1])
+        dU_gates = weight_grad(p, dx_c[:-1, :, : 2 * H], states_c[:-1])
+        dU_cand = weight_grad(p, dx_c[:-1, :, 2 * H :], rh[:-1])
         db = dx[:-1, :, 2 * H :].sum((0, 1))
         return ds0, dx.transpose(0, 1), d_keys, d_annotations, None, dW_a, dv, dC_in, dU_gates, dU_cand, db
 
@@ -226,9 +236,10 @@ class LSTMStackKernels(torch.autograd.Function):
         rows = (lambda a: a.reshape(-1, a.shape[-1]))  # [L, B, n] (a view) -> [L·B, n]
         for w in range(waves):
             torch.bmm(xh_c[w, :L], W_t, out=gemm)
-            stages.lstm_cell(rows(base[w]), rows(gemm), rows(c[w]), rows(xh[w, :L, :, H:]), rows(keep[w]), clip, rows(gates[w]), rows(c_raw[w]),
-                              rows(tanh_c[w]), rows(c[w + 1]), rows(xh[w + 1, :L, :, H:]), rows(xh_c[w + 1, :L, :, H:]), rows(xh[w + 1, 1:, :, :H]),
-                              rows(xh_c[w + 1, 1:, :, :H]), rows(fwd_mask[w]) if fwd_mask is not None else None)  # fmt: skip
+            stages.LSTMCell(base=rows(base[w]), gemm=rows(gemm), c_prev=rows(c[w]), h_prev=rows(xh[w, :L, :, H:]), keep=rows(keep[w]), clip=clip,
+                            gates=rows(gates[w]), c_raw=rows(c_raw[w]), tanh_c=rows(tanh_c[w]), c_next=rows(c[w + 1]),
+                            h_next=rows(xh[w + 1, :L, :, H:]), h_next_c=rows(xh_c[w + 1, :L, :, H:]), fwd=rows(xh[w + 1, 1:, :, :H]),
+                            fwd_c=rows(xh_c[w + 1, 1:, :, :H]), fwd_mask=rows(fwd_mask[w]) if fwd_mask is not None else None).run()  # fmt: skip
         ctx.clip, ctx.shape = clip, (B, T, H, L)
         ctx.save_for_backward(xh, xh_c, c, gates, c_raw, tanh_c, keep, fwd_mask, W, *upper)
         return xh[L : L + T, L - 1, :, H:].transpose(0, 1), xh[waves, :L, :, H:], c[waves]
@@ -247,9 +258,10 @@ class LSTMStackKernels(torch.autograd.Function):
         rows = (lambda a: a.reshape(-1, a.shape[-1]))
         for w in range(waves - 1, -1, -1):
             t = w - (L - 1)  # the top layer's step in this wave
-            stages.lstm_cell_back(rest, rows(d_xh[w + 1, :L, :, H:]), rows(d_xh[w + 1, 1:, :, :H]), rows(fwd_mask[w]) if fwd_mask is not None else None,
-                                   d_out[t] if 0 <= t < T else None, rows(keep[w]), dc, rows(gates[w]), rows(c[w]), rows(tanh_c[w]), rows(c_raw[w]), clip,
-                                   rows(d_gates[w]), rows(d_gates_c[w]))  # fmt: skip
+            stages.LSTMCellBack(rest=rest, own=rows(d_xh[w + 1, :L, :, H:]), below=rows(d_xh[w + 1, 1:, :, :H]),
+                                below_mask=rows(fwd_mask[w]) if fwd_mask is not None else None, extra=d_out[t] if 0 <= t < T else None,
+                                keep=rows(keep[w]), dc=dc, gates=rows(gates[w]), c_prev=rows(c[w]), tanh_c=rows(tanh_c[w]), c_raw=rows(c_raw[w]),
+                                clip=clip, d_gates=rows(d_gates[w]), d_gates_c=rows(d_gates_c[w])).run()  # fmt: skip
             torch.bmm(d_gates_c[w], Wc, out=d_xh[w, :L])
         # Σ over waves and rows of d_gatesᵀ [x; h], one batched product over the layers.
         d_W = torch.bmm(d_gates_c.permute(1, 3, 0, 2).reshape(L, 4 * H, -1), xh_c[:waves, :L].permute(1, 0, 2, 3).reshape(L, -1, 2 * H)).to(p.acc)
@@ -260,10 +272,14 @@ class LSTMStackKernels(torch.autograd.Function):
         return d_x1, None, None, None, *grads
 
 
-def _luong_weights(spec: dict[str, Any], attention: dict[str, Tensor], p: Precision) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
-    """The query product's W_q [Q, H] (W_a for concat and location over W_p for local-p; None for dot and general)
-    and v_a, v_p as vectors (or None), from the attention's parameters by name."""
-    score, kind = spec["score"], spec["kind"]
+def _forms(loop: FeedLoop) -> tuple[str, str]:
+    """The kernels' forms of the loop's score and kind (attention.py's Score.form and Kind.form)."""
+    return LUONG_SCORES[loop.attention.score].form, LUONG_KINDS[loop.attention.kind].form
+
+
+def _luong_weights(score: str, kind: str, attention: dict[str, Tensor], p: Precision) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    """The query product's W_q [Q, H] (W_a for concat and location over W_p for local-p; None for dot) and v_a, v_p
+    as vectors (or None), from the attention's parameters by name."""
     rows = ([attention["W_a.weight"]] if score in ("concat", "location") else []) + ([attention["W_p.weight"]] if kind == "local-p" else [])
     vector = (lambda name: attention[name].reshape(-1).to(p.acc))  # [1, H] -> [H]
     return (torch.cat(rows) if rows else None, vector("v_a.weight") if score == "concat" else None,
@@ -271,27 +287,27 @@ def _luong_weights(spec: dict[str, Any], attention: dict[str, Tensor], p: Precis
 
 
 class LuongFeedKernels(torch.autograd.Function):
-    """recurrence.LuongFeedLoop (same inputs and outputs) for every Luong attention (attention.LuongAttention: global,
-    local-m, local-p; dot, general, concat, location): per step and layer a product [W_ih W_hh]·[x; h] and one
+    """fused.LuongFeedLoop (same inputs and outputs) for every Luong attention whose score and kind have a kernel form
+    (stages.SCORE_FORMS, KIND_FORMS: global, local-m, local-p; dot, general, concat, location): per step and layer a
+    product [W_ih W_hh]·[x; h] and one
     kernel for the cell (which also writes the next layer's dropped-out input); the query product h_t·W_qᵀ where
     the score or local-p needs one (W_a h_t, W_p h_t: `_luong_weights`); one kernel for the attention
     (scores, window, softmax, Gaussian, context); one product W_c [c; h_top] and one kernel for h̃ = tanh(·) (which
     writes the next step's fed input); back the same, with the query's gradient as one product W_qᵀ·dq that the
     top layer's cell kernel adds in. nmt.matlab's attnLayerForward.m/attnLayerBackprop.m compute the same per
-    step. `spec` names the attention (score, kind, window, reversed_source), the source mask and the attention's
-    parameter names, in the order of its parameters among the tensors."""
+    step. Inputs: the FeedLoop, then FeedTensors.flat()."""
 
     @staticmethod
     @explicit_precision
-    def forward(ctx: Any, spec: dict[str, Any], x1: Tensor, h0: Tensor, c0: Tensor, *tensors: Tensor | None) -> tuple[Tensor, Tensor]:
-        L, clip, p = spec["layers"], spec["clip"], ctx.precision
-        feed_mask, layer_masks = spec["feed_mask"], spec["layer_masks"]
-        score, kind, window, reversed_source = spec["score"], spec["kind"], spec["window"], spec["reversed_source"]
-        W_ih, W_hh, bias = tensors[0 : 3 * L : 3], tensors[1 : 3 * L : 3], tensors[2 : 3 * L : 3]
-        Wc_c, Wc_h, b_c, keys, annotations = tensors[3 * L : 3 * L + 5]
-        W_q, v_a, v_p = _luong_weights(spec, dict(zip(spec["param_names"], tensors[3 * L + 5 :])), p)
-        keys, annotations = keys.to(p.acc).contiguous(), annotations.to(p.acc).contiguous()
-        mask = spec["source_mask"].to(p.acc)
+    def forward(ctx: Any, loop: FeedLoop, *flat: Tensor | None) -> tuple[Tensor, Tensor]:
+        L, clip, p = loop.layers, loop.clip, ctx.precision
+        feed_mask, layer_masks = loop.feed_mask, loop.layer_masks
+        (score, kind), window, reversed_source = _forms(loop), loop.attention.window, loop.attention.reversed_source
+        w = FeedTensors.of(flat, L)
+        x1, h0, c0, bias, b_c = w.x1, w.h0, w.c0, w.bias, w.b_c
+        W_q, v_a, v_p = _luong_weights(score, kind, _named(loop, w.attention), p)
+        keys, annotations = w.keys.to(p.acc).contiguous(), w.annotations.to(p.acc).contiguous()
+        mask = loop.source.mask.to(p.acc)
         B, T, H4 = x1.shape
         H, S, Q = H4 // 4, annotations.shape[1], W_q.shape[0] if W_q is not None else 0
         local_p = kind == "local-p"
@@ -306,8 +322,8 @@ class LuongFeedKernels(torch.autograd.Function):
         queries = _companion(p, x1, T, B, Q) if Q else None
         soft, pos, tanh_u = (p.buffer(x1, T, B, S), p.buffer(x1, T, B), p.buffer(x1, T, B, H)) if local_p else (None, None, None)
         ctop_c, gemm, pre = _companion(p, x1, B, 2 * H), _companion(p, x1, B, 4 * H), _companion(p, x1, B, H)
-        W = [torch.cat((a, b), 1).to(p.compute) for a, b in zip(W_ih, W_hh)]
-        Wc = torch.cat((Wc_c, Wc_h), 1).to(p.compute)  # [H, 2H], read as W_c [c; h_top]
+        W = [torch.cat((a, b), 1).to(p.compute) for a, b in zip(w.W_ih, w.W_hh)]
+        Wc = torch.cat((w.Wc_c, w.Wc_h), 1).to(p.compute)  # [H, 2H], read as W_c [c; h_top]
         Wq_t = W_q.t().to(p.compute) if Q else None
         at = (lambda a, t: a[t] if a is not None else None)  # noqa: E731
         for t in range(T):
@@ -315,35 +331,36 @@ class LuongFeedKernels(torch.autograd.Function):
                 top = layer == L - 1
                 base = xs[t] if layer == 0 else bias[layer].expand(B, 4 * H) if bias[layer] is not None else None
                 torch.mm(xh_c[layer, t], W[layer].t(), out=gemm)
-                stages.lstm_cell(base, gemm, c[layer, t], None, None, clip, gates[layer, t], c_raw[layer, t], tanh_c[layer, t], c[layer, t + 1],
-                                 xh[layer, t + 1, :, H:], xh_c[layer, t + 1, :, H:], None if top else xh[layer + 1, t, :, :H],
-                                 ctop_c[:, H:] if top else xh_c[layer + 1, t, :, :H],
-                                 layer_masks[layer, t] if not top and layer_masks is not None else None)  # fmt: skip
+                stages.LSTMCell(base=base, gemm=gemm, c_prev=c[layer, t], h_prev=None, keep=None, clip=clip, gates=gates[layer, t],
+                                c_raw=c_raw[layer, t], tanh_c=tanh_c[layer, t], c_next=c[layer, t + 1], h_next=xh[layer, t + 1, :, H:],
+                                h_next_c=xh_c[layer, t + 1, :, H:], fwd=None if top else xh[layer + 1, t, :, :H],
+                                fwd_c=ctop_c[:, H:] if top else xh_c[layer + 1, t, :, :H],
+                                fwd_mask=layer_masks[layer, t] if not top and layer_masks is not None else None).run()  # fmt: skip
             if Q:
                 torch.mm(ctop_c[:, H:], Wq_t, out=queries[t])
-            stages.luong_attention(xh[L - 1, t + 1, :, H:], at(queries, t), keys, mask, annotations, v_a, v_p, t, window, reversed_source, score,
-                                   kind, alphas[t], at(soft, t), contexts[t], ctop_c[:, :H], at(pos, t), at(tanh_u, t))  # fmt: skip
+            stages.LuongStep(top=xh[L - 1, t + 1, :, H:], q=at(queries, t), keys=keys, mask=mask, ann=annotations, v_a=v_a, v_p=v_p, step=t,
+                             window=window, reversed_source=reversed_source, score=score, kind=kind, alpha=alphas[t], soft=at(soft, t),
+                             ctx=contexts[t], ctx_c=ctop_c[:, :H], pos=at(pos, t), tanh_u=at(tanh_u, t)).run()  # fmt: skip
             torch.mm(ctop_c, Wc.t(), out=pre)
             fed = t + 1 < T
-            stages.feed_tanh(b_c, pre, h_tilde[t + 1], xh[0, t + 1, :, :H] if fed else None, xh_c[0, t + 1, :, :H] if fed else None,
-                             feed_mask[t + 1] if fed and feed_mask is not None else None)  # fmt: skip
-        ctx.spec = spec
+            stages.FeedTanh(bias=b_c, pre=pre, h_tilde=h_tilde[t + 1], fed=xh[0, t + 1, :, :H] if fed else None,
+                            fed_c=xh_c[0, t + 1, :, :H] if fed else None, fed_mask=feed_mask[t + 1] if fed and feed_mask is not None else None).run()  # fmt: skip
+        ctx.loop = loop
         ctx.save_for_backward(xh, xh_c, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, keys, annotations, mask, Wc, W_q, v_a, v_p, queries, soft, pos,
-                              tanh_u, *W, *tensors)  # fmt: skip
+                              tanh_u, *W, *flat)  # fmt: skip
         return h_tilde[1:].transpose(0, 1), alphas.transpose(0, 1)
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, d_h_tilde: Tensor, d_alphas: Tensor | None) -> tuple[Tensor | None, ...]:
-        spec, p = ctx.spec, ctx.precision
-        L, clip = spec["layers"], spec["clip"]
-        feed_mask, layer_masks = spec["feed_mask"], spec["layer_masks"]
-        score, kind, window, reversed_source = spec["score"], spec["kind"], spec["window"], spec["reversed_source"]
+        loop, p = ctx.loop, ctx.precision
+        L, clip, feed_mask, layer_masks = loop.layers, loop.clip, loop.feed_mask, loop.layer_masks
+        (score, kind), window, reversed_source = _forms(loop), loop.attention.window, loop.attention.reversed_source
         xh, xh_c, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, keys, annotations, mask, Wc, W_q, v_a, v_p, queries, soft, pos, tanh_u, *saved = (
             ctx.saved_tensors)  # fmt: skip
-        W, tensors = saved[:L], saved[L:]
-        bias, b_c = tensors[2 : 3 * L : 3], tensors[3 * L + 2]
-        attention = dict(zip(spec["param_names"], tensors[3 * L + 5 :]))
+        W, w = saved[:L], FeedTensors.of(saved[L:], L)
+        bias, b_c = w.bias, w.b_c
+        attention = _named(loop, w.attention)
         T, B, H = contexts.shape
         S, Q = annotations.shape[1], W_q.shape[0] if W_q is not None else 0
         d_h_tilde = p.steps_first(d_h_tilde)
@@ -361,32 +378,35 @@ class LuongFeedKernels(torch.autograd.Function):
         at = (lambda a, t: a[t] if a is not None else None)  # noqa: E731
         for t in range(T - 1, -1, -1):
             fed = t + 1 < T
-            stages.feed_tanh_back(d_h_tilde[t], d_xh[0, :, :H] if fed else None, feed_mask[t + 1] if fed and feed_mask is not None else None,
-                                  h_tilde[t + 1], d_pre[t], d_pre_c)  # fmt: skip
+            stages.FeedTanhBack(d_h_tilde=d_h_tilde[t], d_fed=d_xh[0, :, :H] if fed else None,
+                                fed_mask=feed_mask[t + 1] if fed and feed_mask is not None else None, h_tilde=h_tilde[t + 1], d_pre=d_pre[t],
+                                d_pre_c=d_pre_c).run()  # fmt: skip
             torch.mm(d_pre_c, Wc, out=d_ctop)
-            stages.luong_attention_back(d_ctop, at(d_alphas, t), annotations, alphas[t], at(soft, t), keys, at(queries, t), mask, v_a, v_p, at(pos, t),
-                                        at(tanh_u, t), window, reversed_source, score, kind, d_contexts[t], d_scores[t], d_below, at(dq, t), dq_c,
-                                        d_keys, dv_rows, at(dz, t))  # fmt: skip
+            stages.LuongStepBack(d_ctop=d_ctop, d_alpha=at(d_alphas, t), ann=annotations, alpha=alphas[t], soft=at(soft, t), keys=keys,
+                                 q=at(queries, t), mask=mask, v_a=v_a, v_p=v_p, pos=at(pos, t), tanh_u=at(tanh_u, t), window=window,
+                                 reversed_source=reversed_source, score=score, kind=kind, d_ctx=d_contexts[t], d_scores=d_scores[t], d_below=d_below,
+                                 dq=at(dq, t), dq_c=dq_c, d_keys=d_keys, dv_rows=dv_rows, dz=at(dz, t)).run()  # fmt: skip
             if Q:
                 torch.mm(dq_c, Wq, out=dq_top)
             for layer in range(L - 1, -1, -1):
                 top = layer == L - 1
-                stages.lstm_cell_back(None, d_xh[layer, :, H:], d_below if top else d_xh[layer + 1, :, :H],
-                                      layer_masks[layer, t] if not top and layer_masks is not None else None, dq_top if top else None, None, dc[layer],
-                                      gates[layer, t], c[layer, t], tanh_c[layer, t], c_raw[layer, t], clip, d_gates[layer, t], d_gates_c[layer, t])  # fmt: skip
+                stages.LSTMCellBack(rest=None, own=d_xh[layer, :, H:], below=d_below if top else d_xh[layer + 1, :, :H],
+                                    below_mask=layer_masks[layer, t] if not top and layer_masks is not None else None, extra=dq_top if top else None,
+                                    keep=None, dc=dc[layer], gates=gates[layer, t], c_prev=c[layer, t], tanh_c=tanh_c[layer, t],
+                                    c_raw=c_raw[layer, t], clip=clip, d_gates=d_gates[layer, t], d_gates_c=d_gates_c[layer, t]).run()  # fmt: skip
                 torch.mm(d_gates_c[layer, t], W[layer], out=d_xh[layer])
         tops, tops_c = xh[L - 1, 1:, :, H:], xh_c[L - 1, 1:, :, H:]
         grads: list[Tensor | None] = []
         for layer in range(L):
-            d_W = _weight_grad(p, d_gates_c[layer], xh_c[layer, :T])
+            d_W = weight_grad(p, d_gates_c[layer], xh_c[layer, :T])
             grads += [d_W[:, :H], d_W[:, H:], d_gates[layer].sum((0, 1)) if bias[layer] is not None else None]
-        grads += [_weight_grad(p, d_pre, contexts), _weight_grad(p, d_pre, tops), d_pre.sum((0, 1)) if b_c is not None else None]
-        # The keys: dot and general's scores read them (their outer products with h_t, summed over the steps), concat's
-        # tanh (accumulated by the kernel); the location score reads none.
-        d_keys = torch.bmm(d_scores.permute(1, 2, 0), tops.transpose(0, 1)) if score in ("dot", "general") else d_keys
+        grads += [weight_grad(p, d_pre, contexts), weight_grad(p, d_pre, tops), d_pre.sum((0, 1)) if b_c is not None else None]
+        # The keys: a dot-product score reads them (their outer products with h_t, summed over the steps), concat's tanh
+        # (accumulated by the kernel); the location score reads none.
+        d_keys = torch.bmm(d_scores.permute(1, 2, 0), tops.transpose(0, 1)) if score == "dot" else d_keys
         grads += [d_keys, torch.bmm(alphas.permute(1, 2, 0), d_contexts.transpose(0, 1))]
-        d_Wq = _weight_grad(p, dq, tops_c) if Q else None
-        own = {name: torch.zeros_like(w) for name, w in attention.items()}  # general's W_a acts outside, on the keys
+        d_Wq = weight_grad(p, dq, tops_c) if Q else None
+        own = {name: torch.zeros_like(weight) for name, weight in attention.items()}  # general's W_a acts outside, on the keys
         if score in ("concat", "location"):
             own["W_a.weight"] = d_Wq[: attention["W_a.weight"].shape[0]]
         if concat:
@@ -394,5 +414,56 @@ class LuongFeedKernels(torch.autograd.Function):
         if kind == "local-p":
             own["W_p.weight"] = d_Wq[Q - H :]
             own["v_p.weight"] = (dz.reshape(1, -1) @ tanh_u.reshape(-1, H)).reshape(attention["v_p.weight"].shape)
-        grads += [own[name] for name in spec["param_names"]]
+        grads += [own[name] for name in attention]
         return (None, d_gates[0].transpose(0, 1), d_xh[:, :, H:].to(p.acc), dc, *grads)
+
+
+def _named(loop: FeedLoop, parameters: Sequence[Tensor]) -> dict[str, Tensor]:
+    """The attention's parameters (FeedTensors.attention) by their names in its module."""
+    return dict(zip((name for name, _ in loop.attention.named_parameters()), parameters))
+
+
+def lstm_stack(net: nn.LSTM, x: Tensor, mask: Tensor, clip: float | None, training: bool) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    """fused.lstm_layers (what torch's LSTM computes over x [B, T, E] from a zero state) with all layers in one loop
+    (LSTMStackKernels): the top layer's states (zero on padding) and every layer's final (h, c)."""
+    layers, H = net.num_layers, net.hidden_size
+    bias = lstm.summed_biases(net)
+    x1 = nn.functional.linear(x, net.weight_ih_l0, bias[0])
+    drops = None
+    if training and net.dropout > 0 and layers > 1:
+        drops = torch.stack([lstm.between_layers(x1, H, net.dropout) for _ in range(layers - 1)])
+    upper = [w for k in range(1, layers) for w in (getattr(net, f"weight_ih_l{k}"), getattr(net, f"weight_hh_l{k}"), bias[k])]
+    out, h, c = LSTMStackKernels.apply(x1, mask, clip, drops, net.weight_hh_l0, *upper)
+    return out * mask.unsqueeze(-1), (h, c)
+
+
+def _kernel_forms(model_cfg: dict[str, Any]) -> str | None:
+    """Why a Luong decoder of `model_cfg` has no kernel form (its score's or kind's), or None."""
+    if model_cfg.get("decoder", "gru") != "lstm" or model_cfg["attention"] == "none" or not model_cfg.get("feed_input"):
+        return None
+    score, kind = LUONG_SCORES[model_cfg["score"]].form, LUONG_KINDS[model_cfg["attention"]].form
+    if score not in stages.SCORE_FORMS:
+        return f"Luong's score {model_cfg['score']!r} has no kernel form (attention.LUONG_SCORES)"
+    if kind not in stages.KIND_FORMS:
+        return f"Luong's attention {model_cfg['attention']!r} has no kernel form (attention.LUONG_KINDS)"
+    return None
+
+
+class KernelLoops(FusedLoops):
+    """The loops with each step's pointwise work as one stage (LuongFeedKernels for every score and kind with a kernel
+    form; the other decoders without input feeding run their steps as fused.py's do)."""
+
+    name: ClassVar[str] = "kernels"
+    decoders: ClassVar[dict[str, Any]] = {
+        "additive": lambda decoder, *args: additive_loop(AttentiveGRUKernels, decoder, *args),
+        "none": fixed_context_loop,
+    }
+    encoder_layers = staticmethod(lstm_stack)
+    feed_loop = LuongFeedKernels
+
+    def unsupported(self, model_cfg: dict[str, Any]) -> str | None:
+        return bahdanau_unsupported(self.decoders, model_cfg, self.name) or _kernel_forms(model_cfg)
+
+    def gru_scans(self, grus: Sequence[Any], inputs: Sequence[Tensor], mask: Tensor | None, reverse: Sequence[bool],
+                  h0: Sequence[Tensor]) -> list[Tensor]:  # fmt: skip
+        return scan_directions(list(inputs), mask, list(reverse), list(h0), [g.recurrent_weights() for g in grus])

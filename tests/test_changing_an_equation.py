@@ -1,0 +1,154 @@
+"""Changing an equation (docs/equations.md): an edit to a module's equation trains as written, whichever path runs.
+
+The fast recurrences call the modules' equations in their forward passes, but their backward passes (and the
+Triton kernels) are second forms, which an edit does not reach. train/selfcheck.py checks a fast path against
+autograd through the modules before a run relies on it; these tests edit equations as a researcher would and
+check that the run then trains the edited model, and that a new Luong score is one registry entry.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from rnnmt import config as rnnmt_config
+from rnnmt.models import attention, decoders, gru
+from rnnmt.train import selfcheck
+from rnnmt.train.batching import SourceFormat
+
+from conftest import tiny_luong_config
+from test_graphs import SYSTEMS, make_trainer
+
+ROOT_CONFIG = Path(__file__).resolve().parents[1] / "config.yaml"
+
+
+@pytest.fixture(autouse=True)
+def fresh_checks(monkeypatch):
+    """Each test checks afresh: the guard keeps its verdicts for the life of a process, as a run's code does not change."""
+    monkeypatch.setattr(selfcheck, "_verify", selfcheck._verify.__wrapped__)
+
+
+def doubled_energies(original):
+    """Bahdanau's additive energies e = 2 v_aᵀ tanh(·): an edit that every path's forward calls."""
+    return lambda terms, v, out=None: original(terms, v, out).mul_(2.0)
+
+
+def steeper_candidate(original):
+    """GroundHog's candidate h̃ = tanh(1.25 (W x + U (r∘h))): an edit that every path's forward calls."""
+    return lambda x_h, u_h, out=None: torch.add(x_h, u_h, out=out).mul_(1.25).tanh_()
+
+
+def steeper_attentional_state(original):
+    """Luong's h̃_t = tanh(1.25 W_c [c_t; h_t]): an edit that every path's forward calls."""
+    return lambda pre, out=None: torch.tanh(1.25 * pre, out=out)
+
+
+EDITS = {
+    "additive energies": ("rnnsearch", attention, "additive_energies", doubled_energies),
+    "GRU candidate": ("rnnsearch", gru, "candidate", steeper_candidate),
+    "Luong's attentional state": ("luong-global-feed", decoders, "attentional_state", steeper_attentional_state),
+}
+
+
+def trained(trainer) -> tuple[dict[str, torch.Tensor], dict]:
+    """The parameters after the trainer's run, and its meta.json."""
+    meta = trainer.run()
+    return {name: p.detach().clone() for name, p in trainer.model.named_parameters()}, meta
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_an_edited_equation_trains_as_autograd_through_the_modules(tiny_corpus, tmp_path, monkeypatch, capsys, edit):
+    """With default settings (fused on a CPU) the fast path's hand-written backward still differentiates the old
+    equation: the guard finds the difference, one log line names it, the run trains on `plain` and ends with the
+    parameters of a `plain` run with the same edit; meta.json records the path and why."""
+    name, module, function, edited = EDITS[edit]
+    monkeypatch.setattr(module, function, edited(getattr(module, function)))
+    fallen = make_trainer(tiny_corpus, tmp_path / "default", name, updates=4)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "recurrence fused:" in line]
+    assert len(lines) == 1 and "differs from autograd through the modules" in lines[0], lines
+    assert lines[0].endswith("this run trains with recurrence plain") and "the gradient of " in lines[0]
+    assert fallen.choices["recurrence"].value == "plain" and fallen.model.decoder.loops.name == "plain"
+    weights, meta = trained(fallen)
+    reference, _ = trained(make_trainer(tiny_corpus, tmp_path / "plain", name, updates=4, recurrence="plain"))
+    for key, value in reference.items():
+        assert float((weights[key] - value).norm()) <= 1e-6 * float(value.norm()), key
+    assert meta["settings"]["recurrence"] == "plain" and "differs from autograd through the modules" in meta["settings_why"]["recurrence"]
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_the_unedited_model_keeps_its_fast_path(tiny_corpus, tmp_path, edit):
+    name = EDITS[edit][0]
+    assert make_trainer(tiny_corpus, tmp_path, name, updates=1).choices["recurrence"].value == "fused"
+
+
+def test_an_edit_only_the_plain_loop_sees_is_found_in_the_forward_pass(monkeypatch):
+    """An edit to the module's own loop (here, the GRU's steps), which the fast loops do not call, shows in the NLL."""
+    original = gru.GroundhogGRU.steps
+    monkeypatch.setattr(gru.GroundhogGRU, "steps", lambda self, x, mask, reverse, h0: original(self, x, mask, reverse, 0.5 + h0))
+    found = selfcheck.path_differences(SYSTEMS["rnnsearch"]["model"], "fused")
+    assert not found.passed and found.reason().startswith("the NLL differs")
+
+
+def configured_systems() -> list[tuple[str, str, dict]]:
+    """(scale, system, model config) of every system the demo and paper scales train (config.yaml)."""
+    found = []
+    for scale in ("demo", "paper"):
+        config = rnnmt_config.load_files([ROOT_CONFIG], scale)
+        found += [(scale, name, rnnmt_config.resolve_system(config, name)["model"]) for name in rnnmt_config.active_systems(config)]
+    return found
+
+
+@pytest.mark.parametrize("recurrence", ["fused", "kernels"])
+def test_every_configured_system_keeps_its_fast_path(recurrence):
+    """Unedited, every system of the demo and paper scales passes its check on a CPU and trains on the path asked for."""
+    for scale, name, model in configured_systems():
+        verdict = selfcheck.verify(model, recurrence, torch.device("cpu"), "float32")
+        assert verdict.recurrence == recurrence and not verdict.left, (scale, name, verdict)
+
+
+# docs/equations.md's worked example: a new Luong score, scaled dot, as one registry entry and its equation.
+def scaled_dot(att: attention.LuongAttention, queries: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """score(h_t, h̄_s) = h_tᵀ h̄_s / √d."""
+    return attention.dot_energies(queries, keys) / math.sqrt(keys.shape[-1])
+
+
+def test_a_new_luong_score_is_one_registry_entry(tiny_corpus, tmp_path, monkeypatch, capsys):
+    """Training with default settings and beam search both compute the new equation: the fused loop runs it by
+    autograd at each step (it has no written-out form), matching the plain path; the kernels, which have no form of
+    it, leave the run to the fused loop with a log line; beam search's weights are the scaled dot's softmax."""
+    used = []
+
+    def counted(*args: torch.Tensor) -> torch.Tensor:
+        used.append(torch.is_grad_enabled())
+        return scaled_dot(*args)
+
+    monkeypatch.setitem(attention.LUONG_SCORES, "scaled-dot", attention.Score(counted))
+    model_cfg = tiny_luong_config("global", "scaled-dot")
+    monkeypatch.setitem(SYSTEMS, "luong-scaled-dot", {"model": model_cfg, "train": {"loss": "sentence_mean"}})
+
+    fused = make_trainer(tiny_corpus, tmp_path / "fused", "luong-scaled-dot", updates=4)
+    assert fused.choices["recurrence"].value == "fused" and "recurrence" not in capsys.readouterr().err
+    used.clear()
+    weights, _ = trained(fused)
+    assert used, "training never computed the new score"
+    reference, _ = trained(make_trainer(tiny_corpus, tmp_path / "plain", "luong-scaled-dot", updates=4, recurrence="plain"))
+    for key, value in reference.items():
+        assert torch.allclose(weights[key], value, rtol=0, atol=1e-5), key
+
+    kernels = make_trainer(tiny_corpus, tmp_path / "kernels", "luong-scaled-dot", updates=1, recurrence="kernels")
+    line = next(line for line in capsys.readouterr().err.splitlines() if "recurrence kernels:" in line)
+    assert "score 'scaled-dot' has no kernel form" in line and line.endswith("this run trains with recurrence fused")
+    assert kernels.choices["recurrence"].value == "fused"
+
+    model = fused.model.eval()
+    src, mask = SourceFormat.of(model_cfg).batch([torch.tensor([5, 6, 7, 8]), torch.tensor([9, 10])])
+    used.clear()
+    with torch.no_grad():
+        ctx, state = model.begin(src, mask)
+        _, alpha, _ = model.predict(ctx, state, 0)
+        enc = ctx["enc"]
+        by_hand = torch.softmax((state["top"].unsqueeze(1) @ enc.annotations.transpose(1, 2)).squeeze(1) / math.sqrt(12.0) + (~enc.mask) * -1e9, -1)
+    assert used and torch.allclose(alpha, by_hand, atol=1e-6)
