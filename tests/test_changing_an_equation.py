@@ -37,8 +37,8 @@ def doubled_energies(original):
 
 
 def steeper_candidate(original):
-    """GroundHog's candidate h̃ = tanh(1.25 (W x + U (r∘h))): an edit that every path's forward calls."""
-    return lambda x_h, u_h, out=None: torch.add(x_h, u_h, out=out).mul_(1.25).tanh_()
+    """GroundHog's candidate h̃ = tanh(1.25 (W x + b + U (r∘h))): an edit that every path's forward calls."""
+    return lambda pre: original(pre.mul_(1.25))
 
 
 def steeper_attentional_state(original):

@@ -91,10 +91,12 @@ def test_an_update_in_kernels_launches_a_fraction_of_the_fused_kernels(tiny_pape
     assert width_a == width_b and fewer < share * fused
 
 
+@pytest.mark.integration
 def test_the_triton_kernels_compute_what_their_references_compute():
     """Each stage's Triton kernel under TRITON_INTERPRET=1, on CPU tensors, against its torch reference, as every
     architecture and attention uses it (tests/triton_stages.py): within what selfcheck allows, in float32 and with
-    bfloat16 products; every stage is reached; and the gradients of whole padded batches agree."""
+    bfloat16 products; every stage is reached; and the gradients of whole padded batches agree. Four to seven minutes
+    of Triton's interpreter on a CPU: one of the long tests (`pytest -m integration`)."""
     pytest.importorskip("triton", reason="Triton is not installed (pip install -e '.[test]' brings it)")
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join(str(ROOT / d) for d in ("src", "tests"))}
     run = subprocess.run([sys.executable, str(ROOT / "tests" / "triton_stages.py")], env=env, capture_output=True, text=True, timeout=900)

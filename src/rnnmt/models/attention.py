@@ -39,16 +39,15 @@ def additive_terms(keys: Tensor, queries: Tensor, out: Tensor | None = None) -> 
 
 def additive_energies(terms: Tensor, v: Tensor, out: Tensor | None = None) -> Tensor:
     """e = v_aᵀ terms: rows [N, A] -> [N, 1], for v_a's weight [1, A]."""
-    return torch.mm(terms, v.t(), out=out)
+    return torch.mm(terms, v.view(-1, 1), out=out)
 
 
 def attention_weights(energies: Tensor, allowed: Tensor, out: Tensor | None = None) -> Tensor:
-    """α = softmax of the energies over the allowed positions (the last dimension); a row with none allowed gets
-    no weight, not NaN."""
-    masked = energies.masked_fill(~allowed, float("-inf"))
-    if out is None:
-        return torch.softmax(masked, dim=-1).nan_to_num(0.0)  # out of place: autograd keeps the softmax's output
-    return torch.softmax(masked, dim=-1, out=out).nan_to_num_(0.0)
+    """α = softmax of the energies over the allowed positions (the last dimension; the others' energies become −inf,
+    in place); a row with none allowed gets no weight, not NaN."""
+    weights = torch.softmax(energies.masked_fill_(~allowed, float("-inf")), dim=-1, out=out)
+    # Out of place under autograd, which keeps the softmax's output for its backward.
+    return weights.nan_to_num_(0.0) if out is not None else weights.nan_to_num(0.0)
 
 
 def attention_context(alpha: Tensor, annotations: Tensor, out: Tensor | None = None) -> Tensor:

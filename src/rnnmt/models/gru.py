@@ -5,8 +5,8 @@ state *before* the recurrent matrix, U(r ∘ h); the update gate weighs the new 
 h = (1 − z) ∘ h_prev + z ∘ h̃; and only the candidate has a bias.
 
 The equations are the functions `gates`, `candidate` and `interpolate` (GroundHog's
-`RecurrentLayer.step_fprop`, groundhog/layers/rec_layers.py), given the products with the weights; `step`
-composes them, and so do the fast loops (recurrence/fused.py's forward, the kernel stages' torch
+`RecurrentLayer.step_fprop`, groundhog/layers/rec_layers.py), given the pre-activations (the sums of the
+products with the weights); `step` composes them, and so do the fast loops (recurrence/fused.py's forward, the kernel stages' torch
 references), so an edit here reaches every path. Their hand-written backward passes are the only second
 form, checked against autograd through `step` before a run relies on them (train/selfcheck.py).
 """
@@ -21,21 +21,21 @@ from rnnmt.models.loops import PLAIN, Loops
 from rnnmt.models.padding import AlignedLinear
 
 
-def gates(x_zr: Tensor, u_zr: Tensor, out: Tensor | None = None) -> Tensor:
-    """[z; r] = σ(W_zr x [+ C_zr c] + U_zr h) from the input's terms x_zr and the state's U_zr h [N, 2H]."""
-    return torch.add(x_zr, u_zr, out=out).sigmoid_()
+def gates(pre: Tensor) -> Tensor:
+    """[z; r] = σ(pre) from the gates' pre-activations pre = W_zr x [+ C_zr c] + U_zr h [N, 2H] (in place)."""
+    return pre.sigmoid_()
 
 
-def candidate(x_h: Tensor, u_h: Tensor, out: Tensor | None = None) -> Tensor:
-    """h̃ = tanh(W x + b [+ C c] + U (r ∘ h)) from the input's terms x_h (the bias included) and U (r ∘ h) [N, H]."""
-    return torch.add(x_h, u_h, out=out).tanh_()
+def candidate(pre: Tensor) -> Tensor:
+    """h̃ = tanh(pre) from the candidate's pre-activation pre = W x + b [+ C c] + U (r ∘ h) [N, H] (in place)."""
+    return pre.tanh_()
 
 
 def interpolate(h: Tensor, z: Tensor, cand: Tensor, keep: Tensor | None = None, out: Tensor | None = None) -> Tensor:
     """h' = h + z ∘ (h̃ − h); rows whose keep is 0 (padding) carry h over."""
-    step = (cand - h) * z
+    step = (cand - h).mul_(z)
     if keep is not None:
-        step = step * keep
+        step.mul_(keep)
     return torch.add(h, step, out=out)
 
 
@@ -82,9 +82,9 @@ class GroundhogGRU(nn.Module):
         """One update of rows [N, H] from the projected input (W·x [+ C·c]) [N, 3H] and the previous state;
         rows whose keep [N, 1] is 0 carry the state over."""
         H = self.hidden_size
-        zr = gates(x_proj[:, : 2 * H], h @ self.U_gates.weight.t())
+        zr = gates(torch.addmm(x_proj[:, : 2 * H], h, self.U_gates.weight.t()))
         z, r = zr[:, :H], zr[:, H:]
-        return interpolate(h, z, candidate(x_proj[:, 2 * H :] + self.b_cand, (r * h) @ self.U_cand.weight.t()), keep)
+        return interpolate(h, z, candidate(torch.addmm(x_proj[:, 2 * H :] + self.b_cand, r * h, self.U_cand.weight.t())), keep)
 
     def scan(self, x_proj: Tensor, mask: Tensor | None, reverse: bool = False, h0: Tensor | None = None) -> Tensor:
         """Run over [B, T, 3H] projected inputs from h0 (default 0); masked steps carry the state over (GroundHog)."""

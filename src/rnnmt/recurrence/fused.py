@@ -39,9 +39,9 @@ def _gru_forward(p: Precision, x: Tensor, h: Tensor, Ug_t: Tensor, Uc_t: Tensor,
     """One GRU step (gru.py's equations) into preallocated rows: x = [x_zr, x_h + b] [B, 3H], U·ᵀ as `p.weight`s;
     writes gates, r∘h, h̃ and h'."""
     H = h.shape[1]
-    gru.gates(x[:, : 2 * H], p.mm(h, Ug_t), out=gates)
+    gru.gates(p.addmm(x[:, : 2 * H], h, Ug_t, out=gates))
     torch.mul(gates[:, H:], h, out=rh)
-    gru.candidate(x[:, 2 * H :], p.mm(rh, Uc_t), out=cand)
+    gru.candidate(p.addmm(x[:, 2 * H :], rh, Uc_t, out=cand))
     gru.interpolate(h, gates[:, :H], cand, keep, out=out)
 
 
@@ -132,10 +132,11 @@ class AttentiveGRULoop(torch.autograd.Function):
         tanh = p.buffer(x, T, B, S, A)
         alphas = p.buffer(x, T, B, S)
         gates, rh, cand = p.buffer(x, T, B, 2 * H), p.buffer(x, T, B, H), p.buffer(x, T, B, H)
+        v = v_a.to(p.acc)
         Wa_t, C_t, Ug_t, Uc_t = (p.weight(w.t()) for w in (W_a, C_in, U_gates, U_cand))
         for t in range(T):
             attention.additive_terms(keys, p.mm(states[t], Wa_t).unsqueeze(1), out=tanh[t].unsqueeze(1))
-            energy = attention.additive_energies(tanh[t].view(B * S, A), v_a.to(p.acc)).view(B, S)
+            energy = attention.additive_energies(tanh[t].view(B * S, A), v).view(B, S)
             attention.attention_weights(energy, mask, out=alphas[t])
             attention.attention_context(alphas[t].unsqueeze(1), annotations, out=contexts[t].unsqueeze(1))
             if t + 1 < T:

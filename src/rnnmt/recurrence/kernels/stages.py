@@ -123,7 +123,7 @@ def _with(x: Tensor, extra: Tensor | None) -> Tensor:
 
 @stage("gru_gates")
 class GRUGates(Stage):
-    """gates = σ(x[:, :2H] [+ xc[:, :2H]] + g) (gru.gates); rh = r∘h, also in rh_c's dtype."""
+    """gates = σ(x[:, :2H] [+ xc[:, :2H]] + g) (gru.gates of the sum); rh = r∘h, also in rh_c's dtype."""
 
     x: Tensor
     xc: Tensor | None
@@ -135,7 +135,7 @@ class GRUGates(Stage):
 
     def reference(self) -> None:
         H = self.h.shape[1]
-        gru.gates(_with(self.x[:, : 2 * H], self.xc[:, : 2 * H] if self.xc is not None else None), _f(self.g), out=self.gates)
+        gru.gates(torch.add(_with(self.x[:, : 2 * H], self.xc[:, : 2 * H] if self.xc is not None else None), _f(self.g), out=self.gates))
         torch.mul(self.gates[:, H:], self.h, out=self.rh)
         self.rh_c.copy_(self.rh)
 
@@ -162,7 +162,7 @@ class GRUState(Stage):
 
     def reference(self) -> None:
         H = self.h.shape[1]
-        gru.candidate(_with(self.x[:, 2 * H :], self.xc[:, 2 * H :] if self.xc is not None else None), _f(self.u), out=self.cand)
+        gru.candidate(torch.add(_with(self.x[:, 2 * H :], self.xc[:, 2 * H :] if self.xc is not None else None), _f(self.u), out=self.cand))
         gru.interpolate(self.h, self.gates[:, :H], self.cand, self.keep, out=self.out)
         self.out_c.copy_(self.out)
 
