@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -19,9 +20,9 @@ from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train import checkpoint
 from rnnmt.train.batching import BatchStream, SourceFormat, length_filter
-from rnnmt.train.loop import STOP_SIGNALS, Trainer, TrainingInterrupted, _loss
+from rnnmt.train.loop import Trainer, TrainingInterrupted, _loss
 from rnnmt.train.optim import build_optimizer, clip_gradients, kernel_step, learning_rate
-from rnnmt.train.run import job_deadline
+from rnnmt.train.stop import STOP_SIGNALS, StopFlag, job_deadline
 
 from conftest import corrupt_bytes, tiny_system
 
@@ -124,6 +125,36 @@ def test_a_stop_signal_checkpoints_and_the_rerun_ends_where_an_uninterrupted_run
         assert torch.equal(p, q), name
 
 
+def test_a_stop_signal_during_start_up_is_kept_for_the_first_update(tiny_corpus, tmp_path, stop_signal_handlers, monkeypatch, capsys):
+    """Slurm's warning may come while `rnnmt train` still reads its data and builds and checks the model: the run
+    trains one update, writes its checkpoint and exits 143 (Python's default for SIGUSR1 would end it without one)."""
+    from rnnmt.train import run
+
+    system = tmp_path / "system.json"
+    system.write_text(json.dumps(tiny_system(updates=6, checkpoint_every=1000)))
+    read = run.load_data
+
+    def read_then_warned(*args):
+        os.kill(os.getpid(), signal.SIGUSR1)
+        return read(*args)
+
+    def unhandled(signum, frame):
+        raise AssertionError("SIGUSR1 arrived before rnnmt train had installed its stop flag")
+
+    signal.signal(signal.SIGUSR1, unhandled)  # stands in for Python's default, which would end pytest
+    monkeypatch.setattr(run, "load_data", read_then_warned)
+    inputs = dict(valid={}, src_vocab=tiny_corpus["src_vocab"], tgt_vocab=tiny_corpus["tgt_vocab"], src_bpe=None, tgt_bpe=None,
+                  out_dir=tmp_path / "out", device="cpu", gpu_lock_dir=None, processes=1, stop_before_limit=900.0, argv=[])  # fmt: skip
+    with pytest.raises(SystemExit) as stopped:
+        run.train_system(system, tiny_corpus["data"], **inputs)
+    assert stopped.value.code == 143
+    assert "SIGUSR1 received; checkpoint at update 1 written" in capsys.readouterr().err
+    monkeypatch.setattr(run, "load_data", read)
+    run.train_system(system, tiny_corpus["data"], **inputs)
+    assert "at update 1" in capsys.readouterr().err.split("resumed from", 1)[1].splitlines()[0]
+    assert json.loads((tmp_path / "out" / "meta.json").read_text())["updates"] == 6
+
+
 def test_the_job_deadline_stops_training_with_a_checkpoint(tiny_corpus, tmp_path, stop_signal_handlers, monkeypatch):
     trainer = make_trainer(tiny_corpus, tmp_path, updates=6, checkpoint_every=1000)
     monkeypatch.setenv("SLURM_JOB_END_TIME", str(int(time.time()) + 100))
@@ -160,11 +191,6 @@ def test_training_reduces_heldout_cost(tiny_corpus, tmp_path):
 
 
 def test_sigterm_handler_sets_the_flag():
-    import os
-    import signal
-
-    from rnnmt.train.loop import StopFlag
-
     previous = signal.getsignal(signal.SIGTERM)
     flag = StopFlag()
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from rnnmt.train.distributed import World
 from rnnmt.train.graphs import StaticUpdate
 from rnnmt.train.nll import SentenceNLL
 from rnnmt.train.optim import KERNEL_STEPS, build_optimizer, clip_gradients, kernel_step, learning_rate
+from rnnmt.train.stop import StopFlag
 
 
 # train.precision (as device_choices resolves it): the dtype matrix products run in during training
@@ -40,32 +40,6 @@ HOST_MEMORY = {"keep": keep_freed_memory, "release": lambda: False}
 
 class TrainingInterrupted(Exception):
     """A stop was asked for (signal or time limit); a checkpoint was written and a re-run resumes."""
-
-
-# SIGTERM: pre-emption, scancel, or Slurm's time limit (SIGKILL follows 30 s later); SIGUSR1: the early
-# warning the Slurm profile asks for (--signal=USR1@...).
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
-
-
-@dataclass
-class StopFlag:
-    """Set by a stop signal or by reaching `deadline` (time.time()); the loop checks it after every update."""
-
-    reason: str | None = None
-    deadline: float | None = None
-
-    def install(self) -> None:
-        for sig in STOP_SIGNALS:
-            signal.signal(sig, self._handle)
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        self.reason = f"{signal.Signals(signum).name} received"
-
-    @property
-    def raised(self) -> bool:
-        if self.reason is None and self.deadline is not None and time.time() >= self.deadline:
-            self.reason = f"the job's time limit is near (stopping at {time.strftime('%H:%M:%S', time.localtime(self.deadline))})"
-        return self.reason is not None
 
 
 @dataclass
@@ -141,6 +115,7 @@ class Trainer:
         device: torch.device,
         data_sha256: dict[str, str],
         world: World = World(),
+        stop: StopFlag | None = None,
     ) -> None:
         self.system, self.cfg = system, {**TRAIN_DEFAULTS, **system["train"]}
         self.valid, self.out_dir, self.device, self.world = valid, out_dir, device, world
@@ -193,7 +168,7 @@ class Trainer:
         self.ckpt_path = out_dir / "ckpt" / "last.pt"
         self.state = TrainState()
         self.best_weights: dict[str, torch.Tensor] | None = None
-        self.stop = StopFlag()
+        self.stop = stop if stop is not None else StopFlag()
 
     def _static_update(self, tgt_vocab: int) -> StaticUpdate | None:
         """train.graph's update at static shapes (graphs.py), or None for the default."""

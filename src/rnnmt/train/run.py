@@ -15,6 +15,7 @@ from rnnmt.text.bpe import BpeSegmenter
 from rnnmt.text.vocab import Vocab
 from rnnmt.train import distributed
 from rnnmt.train.loop import Trainer, TrainingInterrupted
+from rnnmt.train.stop import StopFlag, job_deadline
 
 
 def read_system(path: Path) -> dict:
@@ -49,16 +50,6 @@ def read_codes(path: Path | None) -> str | None:
     return path.read_text(encoding="utf-8")
 
 
-def job_deadline(margin_s: float) -> float | None:
-    """When to checkpoint and stop under Slurm: the job's end (SLURM_JOB_END_TIME, epoch seconds) minus `margin_s`.
-
-    Slurm sends SIGTERM at the time limit and SIGKILL 30 s later, too little to be sure a large model's
-    checkpoint is written; stopping early by the clock needs no signal to reach this process.
-    """
-    end = os.environ.get("SLURM_JOB_END_TIME", "")
-    return float(end) - margin_s if end.isdigit() else None
-
-
 def train_system(
     system_path: Path,
     train: Path,
@@ -77,6 +68,8 @@ def train_system(
 ) -> None:
     """Train one system and write model.pt and meta.json; a stop signal or the job's time limit leaves a
     checkpoint, exit 143. With `processes` > 1 this process starts `rnnmt <argv>` again under torchrun."""
+    stop = StopFlag(deadline=job_deadline(stop_before_limit))
+    stop.install()
     system = read_system(system_path)
     if processes > 1 and not distributed.launched():
         log(f"starting {processes} training processes with torchrun")
@@ -97,9 +90,9 @@ def train_system(
         run_on,
         data_sha,
         world,
+        stop,
     )
-    trainer.stop.deadline = job_deadline(stop_before_limit)
-    if trainer.stop.deadline is not None:
+    if stop.deadline is not None:
         trainer.log(f"Slurm job ends at {os.environ['SLURM_JOB_END_TIME']}: will checkpoint and stop {stop_before_limit:.0f} s before")
     try:
         meta = trainer.run()
