@@ -6,8 +6,8 @@ h = (1 − z) ∘ h_prev + z ∘ h̃; and only the candidate has a bias.
 
 The equations are the functions `gates`, `candidate` and `interpolate` (GroundHog's
 `RecurrentLayer.step_fprop`, groundhog/layers/rec_layers.py), given the pre-activations (the sums of the
-products with the weights); `step` composes them, and so do the fast loops (recurrence/fused.py's forward, the kernel stages' torch
-references), so an edit here reaches every path. Their hand-written backward passes are the only second
+products with the weights); `step` composes them, and so do the fast loops (recurrence/fused.py's forward,
+the kernel stages' torch references), so an edit here reaches every path. Their hand-written backward passes are the only second
 form, checked against autograd through `step` before a run relies on them (train/selfcheck.py).
 """
 
