@@ -369,6 +369,8 @@ def test_provenance_records_the_config_packages_cpu_and_reproducible_mode(tmp_pa
     assert main(["provenance", "--config", str(tmp_path / "config.json"), "--output", str(tmp_path / "p.json")]) == 0
     written = json.loads((tmp_path / "p.json").read_text())
     assert written["config"] == {"scale": "demo", "seeds": [1]}
-    assert written["packages"]["torch"] and written["packages"]["sacrebleu"]
+    environment = written["environment"]
+    assert environment["distributions"]["torch"] and environment["distributions"]["sacrebleu"]
+    assert environment["matches"] in (True, False) and environment["lock"].endswith("constraints.txt")
     assert set(written["hardware"]) >= {"machine", "cpu", "cpus", "python", "gpus"}
     assert written["reproducible"]["on"] in (True, False)

@@ -1,8 +1,7 @@
-"""results/provenance.json: what produced the results (config, versions, git revision, hardware)."""
+"""results/provenance.json: what produced the results (config, installed packages against the lock, git revision, hardware)."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import platform
 import subprocess
@@ -10,20 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rnnmt import reproducible
+from rnnmt import environment, reproducible
 from rnnmt.fileio import write_json
-
-PACKAGES = ("rnnmt", "torch", "snakemake", "sacremoses", "sacrebleu", "subword-nmt", "pandas", "matplotlib", "numpy")
-
-
-def package_versions() -> dict[str, str | None]:
-    def version(name: str) -> str | None:
-        try:
-            return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            return None
-
-    return {name: version(name) for name in PACKAGES}
 
 
 def git_revision(where: Path) -> dict[str, Any]:
@@ -63,7 +50,7 @@ def write_provenance(config: dict[str, Any], out: Path) -> None:
         {
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "config": config,
-            "packages": package_versions(),
+            "environment": environment.describe(),
             "git": git_revision(Path(__file__).resolve().parent),
             "hardware": hardware(),
             "reproducible": reproducible.describe(),

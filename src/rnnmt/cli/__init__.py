@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rnnmt import reproducible
+from rnnmt import environment, reproducible
 from rnnmt.cli import bench, config, data, decode, evaluate, select, text, train
 from rnnmt.cli.arguments import Command, positive
 from rnnmt.errors import UserError
@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.argv = argv  # `train --processes N` starts itself again under torchrun
+    if reproducible.requested() and (differs := environment.mismatch()):
+        print(f"rnnmt {args.command}: warning: {differs}", file=sys.stderr)
     from rnnmt.fileio import disk_full_cause
 
     try:

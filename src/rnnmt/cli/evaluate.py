@@ -151,5 +151,5 @@ COMMANDS = [
             run_plot_learning),  # fmt: skip
     Command("plot-alignments", "alignment heat maps: one model's samples (Bahdanau Figure 3) or one sentence by several (Luong Figure 7)",
             args_plot_alignments, run_plot_alignments),  # fmt: skip
-    Command("provenance", "record config, package versions, git revision and hardware", args_provenance, run_provenance),
+    Command("provenance", "record config, installed packages against the lock, git revision and hardware", args_provenance, run_provenance),
 ]
