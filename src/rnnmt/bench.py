@@ -329,8 +329,8 @@ def _timed(trainer: Any, updates: range, device: torch.device) -> dict[str, floa
     synchronize(device)
     start, tokens, sentences = time.perf_counter(), 0, 0
     for u in updates:
-        _, n, t = trainer.step(u)
-        sentences, tokens = sentences + n, tokens + t
+        step = trainer.step(u)
+        sentences, tokens = sentences + step.sentences, tokens + step.tokens
     synchronize(device)
     return {"seconds": time.perf_counter() - start, "tokens": tokens, "sentences": sentences}
 

@@ -77,13 +77,18 @@ def shard(batch: Batch, world: World) -> Batch:
     return Batch(batch.src[rows], batch.src_mask[rows], batch.tgt[rows], batch.tgt_mask[rows], batch.indices[rows])
 
 
+def sum_over(t: torch.Tensor, world: World) -> torch.Tensor:
+    """`t` summed over all processes (every process calls this with a tensor of the same shape)."""
+    if world.parallel:
+        dist.all_reduce(t)
+    return t
+
+
 def total(value: float, world: World, device: torch.device) -> float:
     """The sum of `value` over all processes."""
     if not world.parallel:
         return value
-    t = torch.tensor([float(value)], dtype=torch.float64, device=device)
-    dist.all_reduce(t)
-    return float(t.item())
+    return float(sum_over(torch.tensor([float(value)], dtype=torch.float64, device=device), world).item())
 
 
 def anyone(flag: bool, world: World, device: torch.device) -> bool:

@@ -6,7 +6,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -24,6 +24,7 @@ from rnnmt.train.batching import Batch, BatchStream, SourceFormat, eval_batches,
 from rnnmt.train.defaults import TRAIN_DEFAULTS
 from rnnmt.train.distributed import World
 from rnnmt.train.graphs import StaticUpdate
+from rnnmt.train.metrics import MetricsLog
 from rnnmt.train.nll import SentenceNLL
 from rnnmt.train.optim import KERNEL_STEPS, build_optimizer, clip_gradients, kernel_step, learning_rate
 from rnnmt.train.stop import StopFlag
@@ -36,6 +37,15 @@ AUTOCAST = {"float32": None, "bfloat16": torch.bfloat16}
 # train.host_memory: whether the process keeps freed host memory for reuse (runtime.keep_freed_memory) or
 # lets the C library return it to the kernel (its default).
 HOST_MEMORY = {"keep": keep_freed_memory, "release": lambda: False}
+
+
+class Step(NamedTuple):
+    """What one update returns; the tensors stay on the device, where nothing waits for them."""
+
+    nll: torch.Tensor  # this process's summed NLL
+    sentences: int
+    tokens: int  # target tokens of the whole batch
+    grad_norm: torch.Tensor  # before clipping
 
 
 class TrainingInterrupted(Exception):
@@ -169,6 +179,7 @@ class Trainer:
         self.state = TrainState()
         self.best_weights: dict[str, torch.Tensor] | None = None
         self.stop = stop if stop is not None else StopFlag()
+        self.metrics = MetricsLog(out_dir, self.cfg["clip_norm"], write=world.main)
 
     def _static_update(self, tgt_vocab: int) -> StaticUpdate | None:
         """train.graph's update at static shapes (graphs.py), or None for the default."""
@@ -213,9 +224,8 @@ class Trainer:
         }
         checkpoint.save(self.ckpt_path, state)
 
-    def step(self, update: int, batch: Batch | None = None) -> tuple[torch.Tensor, int, int]:
-        """One update (on `batch` if given: the stream's batch of that update, made beforehand); returns (this
-        process's summed NLL, on the device: nothing waits for it; sentences, target tokens)."""
+    def step(self, update: int, batch: Batch | None = None) -> Step:
+        """One update (on `batch` if given: the stream's batch of that update, made beforehand)."""
         batch = batch if batch is not None else self.stream.batch(update)
         lr = learning_rate(self.cfg["optimizer"], self.cfg["lr_decay"], int(self.stream.epochs(update)))
         for group in self.optimizer.param_groups:
@@ -228,11 +238,11 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
             (_loss(per_sentence, batch, self.cfg["loss"]) * self.world.size).backward()
         if self.kernel_step:
-            kernel_step(self.optimizer, self.norm_params, self.cfg["clip_norm"])
+            norm = kernel_step(self.optimizer, self.norm_params, self.cfg["clip_norm"])
         else:
-            clip_gradients(self.params, self.cfg["clip_norm"], self.norm_params, on_device=self.clip_on_device)
+            norm = clip_gradients(self.params, self.cfg["clip_norm"], self.norm_params, on_device=self.clip_on_device)
             self.optimizer.step()
-        return per_sentence.detach().sum().double(), len(batch.indices), batch.target_tokens  # summed as the host would
+        return Step(per_sentence.detach().sum().double(), len(batch.indices), batch.target_tokens, norm)  # summed as the host would
 
     def synchronize(self) -> None:
         """Wait until the device has run the work queued so far; every clock point goes through here."""
@@ -270,6 +280,7 @@ class Trainer:
         costs = {name: m["nll"] for name, m in measured.items()}
         s = self.state
         s.history.append({"update": s.update, **costs, **{f"{name}_ppl": m["ppl"] for name, m in measured.items()}})
+        self.metrics.validated(measured)
         self.log(f"validation at update {s.update}: " + ", ".join(f"{k} NLL/sent {m['nll']:.2f}, ppl {m['ppl']:.2f}" for k, m in measured.items()))
         if not costs:
             return False
@@ -288,6 +299,7 @@ class Trainer:
         self.stop.install()
         self.resume()
         budget, s = self.budget, self.state
+        self.metrics.start(s.update)
         self.log(
             f"training {self.system['name']}: {count_parameters(self.model):,} parameters, "
             f"{self.stream.pairs:,} pairs within max_len={self.cfg['max_len']}, device {self.device}, "
@@ -301,32 +313,46 @@ class Trainer:
         # where the device has caught up: here, at log points, at a stop and at the end; never per update.
         mark = self._synced_time()
         while s.update < budget and s.stopped != "early_stopping":
-            nll, sents, tokens = self.step(s.update)
+            step = self.step(s.update)
+            lr = self.optimizer.param_groups[0]["lr"]
             s.update += 1
-            for key, value in (("nll", nll), ("sents", sents), ("tokens", tokens), ("updates", 1)):
+            self.metrics.add(s.update, self.stream.epochs(s.update), lr, step.nll, step.tokens, step.grad_norm)
+            for key, value in (("nll", step.nll), ("sents", step.sentences), ("tokens", step.tokens), ("updates", 1)):
                 window[key] += value
-            if s.update % self.cfg["log_every"] == 0 or s.update == budget:
+            logged = s.update % self.cfg["log_every"] == 0 or s.update == budget
+            if logged:
                 # Every process logs at the same updates, so the sum over processes happens here, not per update.
                 window["nll"] = distributed.total(float(window["nll"]), self.world, self.device)
                 s.train_nll = window["nll"] / window["sents"]
                 previous, mark = mark, self._clock_point(mark)
                 self._log_progress(window, mark - previous)
+                self.metrics.timed(s.wall_time_s, window["tokens"] / (mark - previous))
                 window = {"nll": 0.0, "sents": 0, "tokens": 0, "updates": 0}
-            if s.update % self.cfg["valid_every"] == 0 and self.validate():
+            validated = s.update % self.cfg["valid_every"] == 0
+            if validated and self.validate():
                 s.stopped = "early_stopping"
             if distributed.anyone(self.stop.raised, self.world, self.device):
                 self._clock_point(mark)
+                self._flush_metrics()
                 self.save_checkpoint()
                 distributed.barrier(self.world)
                 raise TrainingInterrupted(f"{self.stop.reason or 'another training process stopped'}; checkpoint at update {s.update} written to {self.ckpt_path}")
-            if s.update % self.cfg["checkpoint_every"] == 0:
+            checkpointed = s.update % self.cfg["checkpoint_every"] == 0
+            if logged or validated or checkpointed:
+                self._flush_metrics()  # before the checkpoint: the file reaches at least its update
+            if checkpointed:
                 self.save_checkpoint()
         self._clock_point(mark)
         s.stopped = s.stopped or "budget"
+        self._flush_metrics()
+        self.metrics.close()
         self.save_checkpoint()
         if not self.world.main:
             return {}
         return self.finish()
+
+    def _flush_metrics(self) -> None:
+        self.metrics.flush(lambda t: distributed.sum_over(t, self.world))
 
     def published_update(self) -> int:
         """Put the weights to publish into the model and return their update: the best ones with early stopping."""

@@ -1,0 +1,117 @@
+"""The per-update training record: `metrics.jsonl` beside meta.json, and TensorBoard events where tensorboardX is installed.
+
+One JSON object per update: `update`, `epoch`, `lr`, `train_nll_per_token` (this update's batch), `grad_norm`
+(before clipping; null where it was not finite), `clipped`, `target_tokens`. The update at a log point adds
+`wall_time_s` (the run's, summed over resumed runs) and `target_tokens_per_s` (since the previous log point, as
+the log line says); an update followed by validation adds `<set>_nll` (per sentence) and `<set>_ppl` for each
+held-out set.
+
+The rows of an update wait, on the device, until the next log point, validation, checkpoint or stop, so that
+recording them costs no synchronisation; there they are appended to the file. That happens before a
+checkpoint is written, so the file always reaches the checkpoint's update, and a resumed run first cuts it back
+to that update: no update appears twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rnnmt.fileio import atomic_path
+
+FILE = "metrics.jsonl"
+EVENTS = "tensorboard"
+
+
+@dataclass
+class _Pending:
+    row: dict[str, Any]
+    nll: torch.Tensor  # summed over this process's sentences, on the device
+    norm: torch.Tensor
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """The rows of a metrics file; a last line cut short by a kill is left out."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return rows
+
+
+def _tensorboard(folder: Path, resume_at: int) -> Any:
+    """A tensorboardX writer into `folder` that drops events after `resume_at` left by an interrupted run, or None
+    where tensorboardX is not installed (`pip install -e ".[tensorboard]"`)."""
+    try:
+        from tensorboardX import SummaryWriter
+    except ImportError:
+        return None
+    if resume_at == 0:
+        shutil.rmtree(folder, ignore_errors=True)
+    return SummaryWriter(str(folder), purge_step=resume_at + 1 if resume_at else None)
+
+
+class MetricsLog:
+    """Rows of the updates since the last flush, kept on the device; `flush` appends them to `metrics.jsonl`."""
+
+    def __init__(self, out_dir: Path, max_norm: float, write: bool) -> None:
+        self.path, self.events, self.max_norm, self.write = out_dir / FILE, out_dir / EVENTS, max_norm, write
+        self.pending: list[_Pending] = []
+        self.tensorboard: Any = None
+
+    def start(self, update: int) -> None:
+        """Begin at `update` (a checkpoint's, 0 for a new run): rows after it, from a run that stopped later, go."""
+        if not self.write:
+            return
+        kept = [row for row in read_metrics(self.path) if row["update"] <= update] if update and self.path.exists() else []
+        with atomic_path(self.path) as tmp:
+            tmp.write_text("".join(json.dumps(row) + "\n" for row in kept), encoding="utf-8")
+        self.tensorboard = _tensorboard(self.events, update)
+
+    def add(self, update: int, epoch: float, lr: float, nll: torch.Tensor, tokens: int, norm: torch.Tensor) -> None:
+        row = {"update": update, "epoch": epoch, "lr": lr, "target_tokens": tokens}
+        self.pending.append(_Pending(row, nll.detach(), norm.detach()))
+
+    def timed(self, wall_time_s: float, tokens_per_s: float) -> None:
+        """The clock of a log point, for the last update added."""
+        self.pending[-1].row |= {"wall_time_s": wall_time_s, "target_tokens_per_s": tokens_per_s}
+
+    def validated(self, measured: dict[str, dict[str, float]]) -> None:
+        """Held-out NLL per sentence and perplexity, for the last update added."""
+        for name, m in measured.items():
+            self.pending[-1].row |= {f"{name}_nll": m["nll"], f"{name}_ppl": m["ppl"]}
+
+    def flush(self, total: Any) -> None:
+        """Append the waiting rows; `total` sums a tensor over the training processes (every process calls this)."""
+        if not self.pending:
+            return
+        nll = total(torch.stack([p.nll.double() for p in self.pending])).tolist()
+        norms = torch.stack([p.norm.float() for p in self.pending]).tolist()
+        rows = []
+        for p, summed, norm in zip(self.pending, nll, norms):
+            finite = math.isfinite(norm)
+            rows.append({**p.row, "train_nll_per_token": summed / p.row["target_tokens"], "grad_norm": norm if finite else None,
+                         "clipped": not finite or norm >= self.max_norm})  # fmt: skip
+        self.pending = []
+        if not self.write:
+            return
+        with self.path.open("a", encoding="utf-8") as out:
+            out.write("".join(json.dumps(row) + "\n" for row in rows))
+        if self.tensorboard is not None:
+            for row in rows:
+                for key, value in row.items():
+                    if key != "update" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                        self.tensorboard.add_scalar(key, value, row["update"])
+            self.tensorboard.flush()
+
+    def close(self) -> None:
+        if self.tensorboard is not None:
+            self.tensorboard.close()
