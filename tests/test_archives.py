@@ -15,7 +15,7 @@ from rnnmt.errors import UserError
 
 NC = {
     "training/news-commentary-v9.fr-en.en": b"Hello.\nWorld.\n",
-    "training/news-commentary-v9.fr-en.fr": "Bonjour.\nLe monde.\n".encode(),
+    "training/news-commentary-v9.fr-en.fr": b"Bonjour.\nLe monde.\n",
     "training/news-commentary-v9.de-en.en": b"Hi.\n",
     "training/news-commentary-v9.de-en.de": b"Hallo.\n",
 }

@@ -139,10 +139,11 @@ def test_paper_shape_names_an_unknown_system(tiny_paper_config, capsys):
 
 
 def test_translate_bench_decodes_with_the_decode_file_and_the_flags(tmp_path):
-    from conftest import tiny_model_config
     from rnnmt.models.artifact import save_model
     from rnnmt.models.build import build_model
     from rnnmt.text.vocab import Vocab
+
+    from conftest import tiny_model_config
 
     torch.manual_seed(0)
     vocab = Vocab(["a", "b", "c"], [3, 2, 1])

@@ -129,8 +129,9 @@ def test_demo_corpus_takes_each_corpus_with_its_role_and_domain(tmp_path: Path, 
 def test_data_binarized_with_other_vocabularies_is_refused(tiny_corpus, tmp_path: Path, capsys):
     import json
 
-    from conftest import tiny_system
     from rnnmt.text.vocab import build_shortlist
+
+    from conftest import tiny_system
 
     build_shortlist(["x y z"], 10).save(tmp_path / "other.json")
     system = tmp_path / "system.json"
@@ -244,10 +245,11 @@ def test_an_empty_line_translates_to_an_empty_line(tmp_path: Path):
     alone and invent a sentence. EOS is made unlikely here, so such a decoding could not end at once."""
     import torch
 
-    from conftest import tiny_model_config
     from rnnmt.models.artifact import save_model
     from rnnmt.models.build import build_model
     from rnnmt.text.vocab import Vocab
+
+    from conftest import tiny_model_config
 
     torch.manual_seed(0)
     vocab = Vocab(["a", "b", "c"], [3, 2, 1])
@@ -286,10 +288,11 @@ def test_translations_on_stdout_are_utf8_under_every_locale(tmp_path: Path):
 
     import torch
 
-    from conftest import tiny_model_config
     from rnnmt.models.artifact import save_model
     from rnnmt.models.build import build_model
     from rnnmt.text.vocab import Vocab
+
+    from conftest import tiny_model_config
 
     torch.manual_seed(0)
     src_vocab, tgt_vocab = Vocab(["a", "b", "c"], [3, 2, 1]), Vocab(["€", "œ", "≠", "—"], [4, 3, 2, 1])

@@ -102,8 +102,8 @@ def _gz(path: Path, data: bytes) -> Path:
 def test_raw_concatenates_pairs_in_order_including_gzip(tmp_path):
     s1 = _write(tmp_path / "a.en", "one\ntwo\r\n")
     t1 = _write(tmp_path / "a.fr", "un\ndeux\r\n")
-    s2 = _gz(tmp_path / "b.en.gz", "three  words here\nfour".encode())
-    t2 = _gz(tmp_path / "b.fr.gz", "trois\nquatre\n".encode())
+    s2 = _gz(tmp_path / "b.en.gz", b"three  words here\nfour")
+    t2 = _gz(tmp_path / "b.fr.gz", b"trois\nquatre\n")
     report = _raw(tmp_path, [s1, s2], [t1, t2])
 
     # Line content is kept as is ("\r", double spaces): later stages clean whitespace.
@@ -179,7 +179,7 @@ def test_raw_drops_pairs_with_an_empty_side_and_counts_words(tmp_path):
     src = _write(tmp_path / "s.en", "a b c\n\nkept  here\n\u00a0\nx\n")
     tgt = _write(tmp_path / "t.fr", "d e\nvide\nici\nrien\n\r\n")
     report = _raw(tmp_path, [src], [tgt])
-    assert _outputs(tmp_path) == ("a b c\nkept  here\n".encode(), b"d e\nici\n")
+    assert _outputs(tmp_path) == (b"a b c\nkept  here\n", b"d e\nici\n")
     assert (report["lines"], report["pairs"], report["dropped_empty"]) == (5, 2, 3)
     assert report["words"] == {"src": 5, "tgt": 3}
 

@@ -10,9 +10,9 @@ import yaml
 
 from rnnmt import config as rnnmt_config
 from rnnmt.errors import UserError
+from rnnmt.runtime import cpu_multiplies_bfloat16
 from rnnmt.train import device_choices
 from rnnmt.train.defaults import DEVICE_CHOICES, TRAIN_DEFAULTS
-from rnnmt.runtime import cpu_multiplies_bfloat16
 from rnnmt.train.device_choices import choose
 
 ROOT = Path(__file__).resolve().parents[1]

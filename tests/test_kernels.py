@@ -20,8 +20,9 @@ import torch
 
 from rnnmt.recurrence.kernels import stages
 from rnnmt.train import selfcheck
-from test_bench import tiny_paper_config  # noqa: F401 (a fixture)
+
 from conftest import tiny_luong_config
+from test_bench import tiny_paper_config  # noqa: F401 (a fixture)
 from test_graphs import SYSTEMS, five_updates, make_trainer
 
 ROOT = Path(__file__).resolve().parents[1]

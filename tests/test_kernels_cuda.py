@@ -9,9 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-import triton_stages
 from rnnmt.recurrence.kernels import stages
 from rnnmt.train import device_choices
+
+import triton_stages
 from test_graphs import SYSTEMS, five_updates, make_trainer
 from test_kernels import DROPOUT
 

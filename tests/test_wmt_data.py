@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import wmt_mirror
 from rnnmt.fileio import read_lines
+
+import wmt_mirror
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = wmt_mirror.DEFAULT_SHARED if wmt_mirror.DEFAULT_SHARED.is_dir() else None

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-import wmt_mirror as wm
 from rnnmt.data.archives import extract_members
 from rnnmt.data.download import Checksum, download
 from rnnmt.data.sgm import read_sgm
+
+import wmt_mirror as wm
 
 NO_SHARED = f"{wm.DEFAULT_SHARED} is absent, so the mirror has no real WMT files to build from"
 

@@ -15,7 +15,6 @@ from typing import Any
 
 from rnnmt.errors import UserError
 
-
 # "No space left on device" and "Disk quota exceeded": both mean the disk cannot take the file.
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 

@@ -32,7 +32,7 @@ class FormatMismatch(UserError):
         self.found = found
 
 
-def _feed(h: "hashlib._Hash", obj: Any) -> None:
+def _feed(h: hashlib._Hash, obj: Any) -> None:
     """Add one value to the digest; the type tags and lengths keep different structures from colliding."""
     if isinstance(obj, torch.Tensor):
         t = obj.detach().cpu().contiguous()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import sacrebleu
 from sacrebleu.metrics import BLEU
 

@@ -24,7 +24,7 @@ class Encoded:
     # the final (h, c) of every layer (Luong) [B, 2, layers, H].
     summary: Tensor
 
-    def select(self, rows: Tensor) -> "Encoded":
+    def select(self, rows: Tensor) -> Encoded:
         """Only the given batch rows."""
         return Encoded(self.annotations[rows], self.mask[rows], self.summary[rows])
 

@@ -12,9 +12,8 @@ import torch
 
 from rnnmt import tensorfile
 from rnnmt.data.corpus import check_parallel
-from rnnmt.fileio import iter_lines
 from rnnmt.errors import UserError
-from rnnmt.fileio import sha256_file
+from rnnmt.fileio import iter_lines, sha256_file
 from rnnmt.text.bpe import BpeSegmenter
 from rnnmt.text.vocab import Vocab
 

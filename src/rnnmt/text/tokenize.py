@@ -21,12 +21,12 @@ from rnnmt.fileio import atomic_path, iter_lines
 _CHUNKS_PER_WORKER = 4
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tokenizer(lang: str) -> MosesTokenizer:
     return MosesTokenizer(lang=lang)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _detokenizer(lang: str) -> MosesDetokenizer:
     return MosesDetokenizer(lang=lang)
 

@@ -42,7 +42,7 @@ class Batch:
         if self.token_rows is None:
             self.token_rows = self.tgt_mask.flatten().nonzero().squeeze(1)
 
-    def to(self, device: torch.device) -> "Batch":
+    def to(self, device: torch.device) -> Batch:
         """The batch on `device`; to a GPU from pinned memory, without waiting for the copy."""
         fields = (self.src, self.src_mask, self.tgt, self.tgt_mask, self.indices, self.token_rows)
         if device.type != "cuda":

@@ -29,7 +29,6 @@ from rnnmt.train.nll import SentenceNLL
 from rnnmt.train.optim import KERNEL_STEPS, build_optimizer, clip_gradients, kernel_step, learning_rate
 from rnnmt.train.stop import StopFlag
 
-
 # train.precision (as device_choices resolves it): the dtype matrix products run in during training
 # (autocast); weights, optimiser state, softmax, loss and gradient clipping stay float32 either way.
 AUTOCAST = {"float32": None, "bfloat16": torch.bfloat16}

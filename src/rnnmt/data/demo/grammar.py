@@ -10,7 +10,6 @@ applied once to the whole sentence (`rnnmt.data.demo.surface`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from rnnmt.data.demo.lexicon import Adjective, City, Modal, Noun, Phrase, Verb
 from rnnmt.data.demo.morphology import elides_before, fr_agree, takes_an
@@ -222,9 +221,9 @@ class Relative:
         return comma + ["qui" if self.gap == "subj" else "que"] + self.clause.fr(antecedent) + comma
 
 
-Subject = Union[NounPhrase, Person, Pronoun, Coordination]
-Obj = Union[NounPhrase, Person, Pronoun, Coordination, City]
-Agreeing = Union[NounPhrase, Person, Pronoun, Coordination, City]
+Subject = NounPhrase | Person | Pronoun | Coordination
+Obj = NounPhrase | Person | Pronoun | Coordination | City
+Agreeing = NounPhrase | Person | Pronoun | Coordination | City
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,7 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from rnnmt.recurrence.kernels.triton_common import (BLOCK, context, context_back, positions_block, present_or, row_grid, row_stride, softmax, softmax_back,
-                                                tanh)
+from rnnmt.recurrence.kernels.triton_common import BLOCK, context, context_back, positions_block, present_or, row_grid, row_stride, softmax, softmax_back, tanh
 
 # Source positions per program of the energies and of their backward, and the columns of their sums' tiles;
 # columns per program of the context and keys (over all positions).

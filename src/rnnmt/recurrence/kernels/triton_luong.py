@@ -8,8 +8,20 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from rnnmt.recurrence.kernels.triton_common import (ATTENTION_WARPS, BLOCK, columns_block, context, context_back, positions_block, present_or, row_grid,
-                                                row_stride, softmax, softmax_back, tanh)
+from rnnmt.recurrence.kernels.triton_common import (
+    ATTENTION_WARPS,
+    BLOCK,
+    columns_block,
+    context,
+    context_back,
+    positions_block,
+    present_or,
+    row_grid,
+    row_stride,
+    softmax,
+    softmax_back,
+    tanh,
+)
 
 
 @triton.jit
