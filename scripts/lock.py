@@ -69,9 +69,13 @@ def main(pip_options: list[str]) -> None:
         runtime = versions(resolve([f"torch=={TORCH}", "-e", "."], options))
         full = versions(resolve([f"torch=={TORCH}", "-e", ".[test]"], options))
     if not full["torch"].endswith("+cpu"):
-        sys.exit(f"lock.py: pip resolved torch {full['torch']}, not the CPU build; give it an index that has it, e.g. --extra-index-url https://download.pytorch.org/whl/cpu")
+        sys.exit(
+            f"lock.py: pip resolved torch {full['torch']}, not the CPU build; give it an index that has it, e.g. --extra-index-url https://download.pytorch.org/whl/cpu"
+        )
     full.pop("rnnmt")
-    lines = [f"{name}=={public(version) if name == 'torch' else version}" + ("" if name in runtime else f"  # {TEST_ONLY}") for name, version in sorted(full.items())]
+    lines = [
+        f"{name}=={public(version) if name == 'torch' else version}" + ("" if name in runtime else f"  # {TEST_ONLY}") for name, version in sorted(full.items())
+    ]
     (ROOT / "constraints.txt").write_text(HEADER + "\n".join(lines) + "\n", encoding="utf-8")
     print(f"constraints.txt: {len(lines)} packages, {sum(name not in runtime for name in full)} of them for [test] only")
 

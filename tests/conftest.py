@@ -25,20 +25,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "cuda" in item.keywords:
             item.add_marker(pytest.mark.skip(reason=NO_CUDA))
 
+
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt14"
 
 
 def tiny_model_config(encoder: str = "bigru", attention: str = "additive", init: str = "uniform") -> dict:
-    return {
-        "encoder": encoder,
-        "attention": attention,
-        "emb": 8,
-        "hidden": 12,
-        "align_hidden": 10,
-        "maxout": 6,
-        "output_rank": None,
-        "init": init,
-    }
+    return {"encoder": encoder, "attention": attention, "emb": 8, "hidden": 12, "align_hidden": 10, "maxout": 6, "output_rank": None, "init": init}
 
 
 def tiny_luong_config(attention: str = "global", score: str = "general", **changes) -> dict:

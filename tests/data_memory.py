@@ -78,13 +78,56 @@ def stages(work: Path, src: Path, tgt: Path, scores: list[str]) -> dict[str, lis
     """Each measured stage's command, as the workflow runs it."""
     return {
         "vocab": ["rnnmt", "vocab", "--input", str(tgt), "--size", "30000", "--output", str(work / "vocab.fr.json")],
-        "binarize": ["rnnmt", "binarize", "--src", str(src), "--tgt", str(tgt), "--src-vocab", str(work / "vocab.fr.json"),
-                     "--tgt-vocab", str(work / "vocab.fr.json"), "--output", str(work / "train.pt")],  # fmt: skip
+        "binarize": [
+            "rnnmt",
+            "binarize",
+            "--src",
+            str(src),
+            "--tgt",
+            str(tgt),
+            "--src-vocab",
+            str(work / "vocab.fr.json"),
+            "--tgt-vocab",
+            str(work / "vocab.fr.json"),
+            "--output",
+            str(work / "train.pt"),
+        ],
         "select-index": ["rnnmt", "select-index", "--src", str(src), "--tgt", str(tgt), "--shards", str(SHARDS), "--output", str(work / "index.json")],
-        "select-rank": ["rnnmt", "select-rank", "--scores", *scores, "--pool-report", str(work / "pool.json"), "--corpora", "a", "b",
-                        "--cut", "global", "--fraction", "0.3", "--output", str(work / "selected.npy"), "--report", str(work / "rank.json")],  # fmt: skip
-        "select": ["rnnmt", "select", "--method", "axelrod", "--src", str(src), "--tgt", str(tgt), "--ids", str(work / "selected.npy"),
-                   "--out-src", str(work / "train.en"), "--out-tgt", str(work / "train.fr")],  # fmt: skip
+        "select-rank": [
+            "rnnmt",
+            "select-rank",
+            "--scores",
+            *scores,
+            "--pool-report",
+            str(work / "pool.json"),
+            "--corpora",
+            "a",
+            "b",
+            "--cut",
+            "global",
+            "--fraction",
+            "0.3",
+            "--output",
+            str(work / "selected.npy"),
+            "--report",
+            str(work / "rank.json"),
+        ],
+        "select": [
+            "rnnmt",
+            "select",
+            "--method",
+            "axelrod",
+            "--src",
+            str(src),
+            "--tgt",
+            str(tgt),
+            "--ids",
+            str(work / "selected.npy"),
+            "--out-src",
+            str(work / "train.en"),
+            "--out-tgt",
+            str(work / "train.fr"),
+        ],
     }
 
 

@@ -43,10 +43,7 @@ def _no_outputs(folder: Path) -> bool:
 def test_extracts_only_requested_members(tmp_path, suffix, mode):
     archive = _make_tar(tmp_path / f"training-parallel-nc-v9{suffix}", NC, mode)
     out = tmp_path / "out"
-    wanted = {
-        "training/news-commentary-v9.fr-en.en": out / "nc.en",
-        "./training/news-commentary-v9.fr-en.fr": out / "nc.fr",
-    }
+    wanted = {"training/news-commentary-v9.fr-en.en": out / "nc.en", "./training/news-commentary-v9.fr-en.fr": out / "nc.fr"}
     written = extract_members(archive, wanted)
     assert written == {"training/news-commentary-v9.fr-en.en": 14, "./training/news-commentary-v9.fr-en.fr": len(NC["training/news-commentary-v9.fr-en.fr"])}
     assert (out / "nc.en").read_bytes() == NC["training/news-commentary-v9.fr-en.en"]
@@ -67,10 +64,7 @@ def test_gz_members_of_plain_tar_decompressed_on_the_fly(tmp_path):
         {"giga-fren.release2.fixed.en.gz": gzip.compress(en), "giga-fren.release2.fixed.fr.gz": gzip.compress(fr)},
         mode="w",
     )
-    written = extract_members(
-        archive,
-        {"giga-fren.release2.fixed.en.gz": tmp_path / "giga.en", "giga-fren.release2.fixed.fr.gz": tmp_path / "giga.fr.gz"},
-    )
+    written = extract_members(archive, {"giga-fren.release2.fixed.en.gz": tmp_path / "giga.en", "giga-fren.release2.fixed.fr.gz": tmp_path / "giga.fr.gz"})
     assert (tmp_path / "giga.en").read_bytes() == en
     assert written["giga-fren.release2.fixed.en.gz"] == len(en)
     # An output that keeps ".gz" gets the member's compressed bytes unchanged.

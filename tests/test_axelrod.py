@@ -81,8 +81,7 @@ def test_planted_newstest_sentences_rank_high_in_a_real_pool():
     nt13 = list(zip(tok(SHARED / "dev/newstest2013.en", "en"), tok(SHARED / "dev/newstest2013.fr", "fr")))
     sample = SHARED / "train-sample"
     # The 20k Europarl sample is already tokenized and escaped: not tokenized again.
-    pool = list(zip(read_lines(sample / "europarl-v7.fr-en.tok20k/europarl-v7.fr-en.en"),
-                    read_lines(sample / "europarl-v7.fr-en.tok20k/europarl-v7.fr-en.fr")))  # fmt: skip
+    pool = list(zip(read_lines(sample / "europarl-v7.fr-en.tok20k/europarl-v7.fr-en.en"), read_lines(sample / "europarl-v7.fr-en.tok20k/europarl-v7.fr-en.fr")))
     for folder, stem in (("news-commentary.fr-en.moses-nc5k", "nc-5k"), ("europarl-v7.fr-en.head3000", "europarl-v7.fr-en")):
         pool += list(zip(tok(sample / folder / f"{stem}.en", "en"), tok(sample / folder / f"{stem}.fr", "fr")))
     ced, h_in_only = _planted_shares(nt12 + nt13[500:], nt13[:500], pool)
@@ -188,10 +187,13 @@ def test_select_writes_the_kept_pairs_in_pool_order_and_counts_test_pairs(tmp_pa
 
 def test_normalisation_without_end_of_sentence_rescales_each_side():
     parts = {
-        "h_in_src": np.array([4.0, 2.0, 1.0], np.float32), "h_out_src": np.array([3.0, 3.0, 1.0], np.float32),
-        "h_in_tgt": np.array([6.0, 1.0, 1.0], np.float32), "h_out_tgt": np.array([2.0, 2.0, 1.0], np.float32),
-        "n_src": np.array([1, 3, 0], np.int32), "n_tgt": np.array([3, 1, 2], np.int32),
-    }  # fmt: skip
+        "h_in_src": np.array([4.0, 2.0, 1.0], np.float32),
+        "h_out_src": np.array([3.0, 3.0, 1.0], np.float32),
+        "h_in_tgt": np.array([6.0, 1.0, 1.0], np.float32),
+        "h_out_tgt": np.array([2.0, 2.0, 1.0], np.float32),
+        "n_src": np.array([1, 3, 0], np.int32),
+        "n_tgt": np.array([3, 1, 2], np.int32),
+    }
     # Per word with </s>: (4-3) + (6-2) = 5; (2-3) + (1-2) = -2. Without: each side times (n+1)/n.
     np.testing.assert_allclose(ax.combined(parts), [5.0, -2.0, np.inf])
     np.testing.assert_allclose(ax.combined(parts, "words"), [1 * 2 / 1 + 4 * 4 / 3, -1 * 4 / 3 - 1 * 2 / 1, np.inf])

@@ -138,8 +138,7 @@ def test_no_unk_decoding_never_emits_unk(tiny_model):
 
 # nmt.matlab's bounds for n = 1..12 source words, worked out from lstmDecoder.m with srcLen = n + 1:
 # at least max(1, floor(0.5·(n+1))) words (EOS is never the first word), floor(1.5·(n+1)) at most.
-LUONG_BOUNDS = {1: (1, 3), 2: (1, 4), 3: (2, 6), 4: (2, 7), 5: (3, 9), 6: (3, 10),
-                7: (4, 12), 8: (4, 13), 9: (5, 15), 10: (5, 16), 11: (6, 18), 12: (6, 19)}
+LUONG_BOUNDS = {1: (1, 3), 2: (1, 4), 3: (2, 6), 4: (2, 7), 5: (3, 9), 6: (3, 10), 7: (4, 12), 8: (4, 13), 9: (5, 15), 10: (5, 16), 11: (6, 18), 12: (6, 19)}
 
 
 @pytest.mark.parametrize("eos_bias, bound", [(50.0, 0), (-1e4, 1)])

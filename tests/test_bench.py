@@ -44,14 +44,27 @@ def tiny_paper_config(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize(
-    "system,budget",
-    [("rnnsearch-50", 288000), ("luong-global-general-feed", 12 * math.ceil(4_500_000 / 4))],
-)
+@pytest.mark.parametrize("system,budget", [("rnnsearch-50", 288000), ("luong-global-general-feed", 12 * math.ceil(4_500_000 / 4))])
 def test_paper_shape_bench_reports_speed_budget_and_kernels(tiny_paper_config, tmp_path, system, budget):
     out = tmp_path / "bench.json"
-    code = main(["bench", "train", "--paper-shape", system, "--config", str(tiny_paper_config), "--steps", "2", "--device", "cpu",
-                 "--precision", "bfloat16", "--output", str(out)])  # fmt: skip
+    code = main(
+        [
+            "bench",
+            "train",
+            "--paper-shape",
+            system,
+            "--config",
+            str(tiny_paper_config),
+            "--steps",
+            "2",
+            "--device",
+            "cpu",
+            "--precision",
+            "bfloat16",
+            "--output",
+            str(out),
+        ]
+    )
     result = json.loads(out.read_text())
     assert code in (0, None)
     assert result["system"] == system and result["data"] == "random, paper sizes" and result["batch_size"] == 4
@@ -66,8 +79,26 @@ def test_paper_shape_bench_reports_speed_budget_and_kernels(tiny_paper_config, t
 def test_paper_shape_bench_counts_the_kernels_a_graph_would_capture(tiny_paper_config, tmp_path):
     """train.graph static: the forward and backward that `cuda` captures hold most of an update's kernels."""
     out = tmp_path / "bench.json"
-    main(["bench", "train", "--paper-shape", "rnnsearch-50", "--config", str(tiny_paper_config), "--steps", "1", "--device", "cpu",
-          "--graph", "static", "--sync", "logging", "--output", str(out)])  # fmt: skip
+    main(
+        [
+            "bench",
+            "train",
+            "--paper-shape",
+            "rnnsearch-50",
+            "--config",
+            str(tiny_paper_config),
+            "--steps",
+            "1",
+            "--device",
+            "cpu",
+            "--graph",
+            "static",
+            "--sync",
+            "logging",
+            "--output",
+            str(out),
+        ]
+    )
     result = json.loads(out.read_text())
     assert result["graph"] == "static" and result["graphs_captured"] == 0
     assert 0.9 * result["kernels_per_update"] < result["kernels_in_graph"] < result["kernels_per_update"]
@@ -79,8 +110,24 @@ def test_projected_hours_add_the_capture_cost_of_every_possible_shape(tiny_paper
     meet, joins the steady rate's hours (a stand-in reports three captures: no GPU here)."""
     monkeypatch.setattr(bench, "_captured", lambda trainer: 3)
     out = tmp_path / "bench.json"
-    main(["bench", "train", "--paper-shape", "rnnsearch-50", "--config", str(tiny_paper_config), "--steps", "2", "--device", "cpu",
-          "--graph", "static", "--output", str(out)])  # fmt: skip
+    main(
+        [
+            "bench",
+            "train",
+            "--paper-shape",
+            "rnnsearch-50",
+            "--config",
+            str(tiny_paper_config),
+            "--steps",
+            "2",
+            "--device",
+            "cpu",
+            "--graph",
+            "static",
+            "--output",
+            str(out),
+        ]
+    )
     r = json.loads(out.read_text())
     assert r["graphs_captured"] == 3 and r["shapes_possible"] == 7 * 7  # widths 8..56 for max_len 50 + EOS
     assert r["capture_seconds"] == pytest.approx(max(0.0, r["first_pass_seconds"] - r["seconds"]))
@@ -147,13 +194,39 @@ def test_translate_bench_decodes_with_the_decode_file_and_the_flags(tmp_path):
 
     torch.manual_seed(0)
     vocab = Vocab(["a", "b", "c"], [3, 2, 1])
-    save_model(tmp_path / "m.pt", build_model(tiny_model_config(), len(vocab), len(vocab)), {"name": "t", "pair": "en-fr", "model": tiny_model_config()},
-               vocab, vocab, {"src": None, "tgt": None})  # fmt: skip
+    save_model(
+        tmp_path / "m.pt",
+        build_model(tiny_model_config(), len(vocab), len(vocab)),
+        {"name": "t", "pair": "en-fr", "model": tiny_model_config()},
+        vocab,
+        vocab,
+        {"src": None, "tgt": None},
+    )
     (tmp_path / "in.txt").write_text("a b c\nc b\nb\n")
     (tmp_path / "decode.json").write_text('{"beam": 3, "shrink": false, "max_ratio": 1.5}')
     out = tmp_path / "bench.json"
-    code = main(["bench", "translate", "--model", str(tmp_path / "m.pt"), "--input", str(tmp_path / "in.txt"), "--steps", "1", "--batch-size", "2",
-                 "--decode", str(tmp_path / "decode.json"), "--beam", "2", "--device", "cpu", "--output", str(out)])  # fmt: skip
+    code = main(
+        [
+            "bench",
+            "translate",
+            "--model",
+            str(tmp_path / "m.pt"),
+            "--input",
+            str(tmp_path / "in.txt"),
+            "--steps",
+            "1",
+            "--batch-size",
+            "2",
+            "--decode",
+            str(tmp_path / "decode.json"),
+            "--beam",
+            "2",
+            "--device",
+            "cpu",
+            "--output",
+            str(out),
+        ]
+    )
     result = json.loads(out.read_text())
     assert code == 0 and result["sentences"] == 2
     assert result["beam"] == {"beam": 2, "normalize": False, "shrink": False, "min_ratio": 0.5, "max_ratio": 1.5, "stack": None, "ensemble": "logits"}
@@ -171,12 +244,46 @@ def test_settings_for_cuda_count_a_gpus_update_on_a_cpu(tiny_paper_config, tmp_p
 
     monkeypatch.setattr(device_choices.importlib.util, "find_spec", lambda name: object())
     out = tmp_path / "bench.json"
-    main(["bench", "train", "--paper-shape", "rnnsearch-50", "--config", str(tiny_paper_config), "--steps", "1", "--device", "cpu",
-          "--settings-for", "cuda", "--output", str(out)])  # fmt: skip
+    main(
+        [
+            "bench",
+            "train",
+            "--paper-shape",
+            "rnnsearch-50",
+            "--config",
+            str(tiny_paper_config),
+            "--steps",
+            "1",
+            "--device",
+            "cpu",
+            "--settings-for",
+            "cuda",
+            "--output",
+            str(out),
+        ]
+    )
     r = json.loads(out.read_text())
     assert (r["precision"], r["recurrence"], r["sync"], r["graph"]) == ("bfloat16", "kernels", "logging", "static")
-    main(["bench", "train", "--paper-shape", "rnnsearch-50", "--config", str(tiny_paper_config), "--steps", "1", "--device", "cpu",
-          "--settings-for", "cuda", "--precision", "float32", "--output", str(out)])  # fmt: skip
+    main(
+        [
+            "bench",
+            "train",
+            "--paper-shape",
+            "rnnsearch-50",
+            "--config",
+            str(tiny_paper_config),
+            "--steps",
+            "1",
+            "--device",
+            "cpu",
+            "--settings-for",
+            "cuda",
+            "--precision",
+            "float32",
+            "--output",
+            str(out),
+        ]
+    )
     assert json.loads(out.read_text())["precision"] == "float32"
 
 
@@ -184,8 +291,23 @@ def test_bench_paper_on_a_cpu_counts_the_kernels_of_each_systems_gpu_update(tiny
     """`rnnmt bench paper` without a GPU: every system asked for, its update as a GPU would run it (bfloat16,
     the kernel loops, the static update), its kernels counted, no rates; a table and the JSON."""
     out = tmp_path / "paper.json"
-    main(["bench", "paper", "--config", str(tiny_paper_config), "--only", "rnnsearch-50", "luong-localp-general-feed", "--steps", "1", "--device", "cpu",
-          "--output", str(out)])  # fmt: skip
+    main(
+        [
+            "bench",
+            "paper",
+            "--config",
+            str(tiny_paper_config),
+            "--only",
+            "rnnsearch-50",
+            "luong-localp-general-feed",
+            "--steps",
+            "1",
+            "--device",
+            "cpu",
+            "--output",
+            str(out),
+        ]
+    )
     result = json.loads(out.read_text())
     assert [row["system"] for row in result["systems"]] == ["rnnsearch-50", "luong-localp-general-feed"] and not result["timed"]
     for row in result["systems"]:

@@ -119,8 +119,12 @@ def test_binarize_memory_does_not_grow_with_the_corpus(tmp_path):
         src, tgt = tmp_path / f"{pairs}.en", tmp_path / f"{pairs}.fr"
         _write_corpus(src, pairs, words)
         _write_corpus(tgt, pairs, words[::-1])
-        run = subprocess.run([sys.executable, "-c", _PEAK, str(src), str(tgt), str(tmp_path / "vocab.json"), str(tmp_path / f"{pairs}.pt")],
-                             capture_output=True, text=True, check=True)  # fmt: skip
+        run = subprocess.run(
+            [sys.executable, "-c", _PEAK, str(src), str(tgt), str(tmp_path / "vocab.json"), str(tmp_path / f"{pairs}.pt")],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         peaks.append(int(run.stdout.split()[-1]) / 1024)
         data = ParallelData.load(tmp_path / f"{pairs}.pt")
         assert len(data) == pairs and data.tgt(pairs - 1).tolist() == vocab.encode(words[::-1])
@@ -132,8 +136,9 @@ def test_binarize_writes_what_the_in_memory_writer_writes(tmp_path, corpus):
     src, tgt, sv, tv = corpus
     binarize(src, tgt, sv, tv, tmp_path / "streamed.pt")
     streamed = ParallelData.load(tmp_path / "streamed.pt")
-    ParallelData(streamed.src_ids.clone(), streamed.src_offsets.clone(), streamed.tgt_ids.clone(), streamed.tgt_offsets.clone(),
-                 dict(streamed.meta)).save(tmp_path / "in_memory.pt")  # fmt: skip
+    ParallelData(streamed.src_ids.clone(), streamed.src_offsets.clone(), streamed.tgt_ids.clone(), streamed.tgt_offsets.clone(), dict(streamed.meta)).save(
+        tmp_path / "in_memory.pt"
+    )
     saved = ParallelData.load(tmp_path / "in_memory.pt")
     for key in ("src_ids", "src_offsets", "tgt_ids", "tgt_offsets"):
         assert torch.equal(getattr(saved, key), getattr(streamed, key)), key

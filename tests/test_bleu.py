@@ -60,7 +60,10 @@ def test_detokenized_bleu_scores_against_raw_text_with_13a_signature():
 def test_rejoined_hyphens_count_as_one_token():
     """Luong's post-processing: ' @-@ ' and Stanford's ' ##AT##-##AT## ' become '-' before BLEU."""
     assert rejoin_hyphens(["ein gut @-@ bekanntes Haus", "a well ##AT##-##AT## known house", "x - y"]) == [
-        "ein gut-bekanntes Haus", "a well-known house", "x - y"]  # fmt: skip
+        "ein gut-bekanntes Haus",
+        "a well-known house",
+        "x - y",
+    ]
     hyp, ref = ["ein gut @-@ bekanntes Haus ."], ["ein gut ##AT##-##AT## bekanntes Haus ."]
     assert tokenized_bleu(rejoin_hyphens(hyp), rejoin_hyphens(ref)) == pytest.approx(100.0)
     assert tokenized_bleu(hyp, ref) < 100

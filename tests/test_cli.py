@@ -27,8 +27,7 @@ def test_mismatched_parallel_files_name_both_files_and_counts(tmp_path: Path, ca
     (tmp_path / "a.en").write_text("one\ntwo\nthree\n")
     (tmp_path / "a.fr").write_text("un\ndeux\n")
     out = tmp_path / "out"
-    code = main(["assemble", "--src", str(tmp_path / "a.en"), "--tgt", str(tmp_path / "a.fr"),
-                 "--out-src", str(out / "x.en"), "--out-tgt", str(out / "x.fr")])  # fmt: skip
+    code = main(["assemble", "--src", str(tmp_path / "a.en"), "--tgt", str(tmp_path / "a.fr"), "--out-src", str(out / "x.en"), "--out-tgt", str(out / "x.fr")])
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert len(err.splitlines()) == 1
@@ -51,15 +50,31 @@ def test_train_translate_by_hand(tiny_corpus, tmp_path: Path, capsys, monkeypatc
     system = tmp_path / "system.json"
     system.write_text(json.dumps(tiny_system(updates=4)))
     out = tmp_path / "model"
-    args = ["train", "--system", str(system), "--train", str(tiny_corpus["data"]), "--valid", f"dev={tiny_corpus['data']}",
-            "--src-vocab", str(tiny_corpus["src_vocab"]), "--tgt-vocab", str(tiny_corpus["tgt_vocab"]),
-            "--out-dir", str(out), "--device", "cpu"]  # fmt: skip
+    args = [
+        "train",
+        "--system",
+        str(system),
+        "--train",
+        str(tiny_corpus["data"]),
+        "--valid",
+        f"dev={tiny_corpus['data']}",
+        "--src-vocab",
+        str(tiny_corpus["src_vocab"]),
+        "--tgt-vocab",
+        str(tiny_corpus["tgt_vocab"]),
+        "--out-dir",
+        str(out),
+        "--device",
+        "cpu",
+    ]
     assert main(args) == 0
     meta = json.loads((out / "meta.json").read_text())
     assert meta["updates"] == 4 and meta["threads"] == 1
     src = tmp_path / "in.txt"
     src.write_text("a b c\nd e\n")
-    assert main(["translate", "--model", str(out / "model.pt"), "--input", str(src), "--output", str(tmp_path / "o.txt"), "--beam", "2", "--device", "cpu"]) == 0
+    assert (
+        main(["translate", "--model", str(out / "model.pt"), "--input", str(src), "--output", str(tmp_path / "o.txt"), "--beam", "2", "--device", "cpu"]) == 0
+    )
     assert len((tmp_path / "o.txt").read_text().splitlines()) == 2
     capsys.readouterr()
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"a b c\nd e\n")))
@@ -80,9 +95,24 @@ def test_sigterm_to_a_training_process_checkpoints_and_the_rerun_resumes(tiny_co
     system = tmp_path / "system.json"
     system.write_text(json.dumps(tiny_system(updates=100000, log_every=1, valid_every=100000, checkpoint_every=100000)))
     out = tmp_path / "model"
-    args = [sys.executable, "-m", "rnnmt.cli", "train", "--system", str(system), "--train", str(tiny_corpus["data"]),
-            "--src-vocab", str(tiny_corpus["src_vocab"]), "--tgt-vocab", str(tiny_corpus["tgt_vocab"]),
-            "--out-dir", str(out), "--device", "cpu"]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "rnnmt.cli",
+        "train",
+        "--system",
+        str(system),
+        "--train",
+        str(tiny_corpus["data"]),
+        "--src-vocab",
+        str(tiny_corpus["src_vocab"]),
+        "--tgt-vocab",
+        str(tiny_corpus["tgt_vocab"]),
+        "--out-dir",
+        str(out),
+        "--device",
+        "cpu",
+    ]
     log = tmp_path / "train.log"
     with open(log, "w") as f:
         proc = subprocess.Popen(args, stderr=f)
@@ -136,8 +166,23 @@ def test_data_binarized_with_other_vocabularies_is_refused(tiny_corpus, tmp_path
     build_shortlist(["x y z"], 10).save(tmp_path / "other.json")
     system = tmp_path / "system.json"
     system.write_text(json.dumps(tiny_system(updates=2)))
-    code = main(["train", "--system", str(system), "--train", str(tiny_corpus["data"]), "--src-vocab", str(tmp_path / "other.json"),
-                 "--tgt-vocab", str(tiny_corpus["tgt_vocab"]), "--out-dir", str(tmp_path / "m"), "--device", "cpu"])  # fmt: skip
+    code = main(
+        [
+            "train",
+            "--system",
+            str(system),
+            "--train",
+            str(tiny_corpus["data"]),
+            "--src-vocab",
+            str(tmp_path / "other.json"),
+            "--tgt-vocab",
+            str(tiny_corpus["tgt_vocab"]),
+            "--out-dir",
+            str(tmp_path / "m"),
+            "--device",
+            "cpu",
+        ]
+    )
     assert code == 2 and "binarize again with the same vocabularies" in capsys.readouterr().err
 
 
@@ -158,8 +203,22 @@ def test_download_extract_and_sgm_by_hand(tmp_path: Path, capsys):
             tar.addfile(info, _io.BytesIO(data))
     digest = hashlib.md5(archive.read_bytes()).hexdigest()
     out = tmp_path / "dl" / "dev.tgz"
-    assert main(["download", "--url", "http://www.statmt.org/wmt14/dev.tgz", "--output", str(out),
-                 "--checksum", f"md5:{digest}", "--offline-dir", str(archive.parent)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "download",
+                "--url",
+                "http://www.statmt.org/wmt14/dev.tgz",
+                "--output",
+                str(out),
+                "--checksum",
+                f"md5:{digest}",
+                "--offline-dir",
+                str(archive.parent),
+            ]
+        )
+        == 0
+    )
     sgm_out = tmp_path / "x" / "nt13.sgm"
     assert main(["extract", "--archive", str(out), "--member", f"dev/newstest2013-src.en.sgm={sgm_out}"]) == 0
     assert main(["sgm", "--input", str(sgm_out), "--output", str(tmp_path / "nt13.en")]) == 0
@@ -180,9 +239,27 @@ def test_raw_corpus_and_corpus_report_by_hand(tmp_path: Path, capsys):
         f.write(b"three\n")
     (tmp_path / "b.fr").write_bytes(b"trois \xe9\n")
     out = tmp_path / "raw"
-    code = main(["raw-corpus", "--name", "toy", "--src", str(tmp_path / "a.en"), str(tmp_path / "b.en.gz"),
-                 "--tgt", str(tmp_path / "a.fr"), str(tmp_path / "b.fr"), "--out-src", str(out / "toy.en"),
-                 "--out-tgt", str(out / "toy.fr"), "--report", str(out / "toy.json"), "--expected-lines", "5"])  # fmt: skip
+    code = main(
+        [
+            "raw-corpus",
+            "--name",
+            "toy",
+            "--src",
+            str(tmp_path / "a.en"),
+            str(tmp_path / "b.en.gz"),
+            "--tgt",
+            str(tmp_path / "a.fr"),
+            str(tmp_path / "b.fr"),
+            "--out-src",
+            str(out / "toy.en"),
+            "--out-tgt",
+            str(out / "toy.fr"),
+            "--report",
+            str(out / "toy.json"),
+            "--expected-lines",
+            "5",
+        ]
+    )
     assert code == 0
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("warning: toy: 4 lines, expected 5 (wmt14-sources.md §2)")
@@ -203,8 +280,24 @@ def test_raw_corpus_user_errors_are_one_line_and_write_nothing(tmp_path: Path, c
     (tmp_path / "nt.en").write_text("fine\n")
     (tmp_path / "nt.fr").write_bytes(b"mal \xe9crit\n")
     out = tmp_path / "raw"
-    code = main(["raw-corpus", "--name", "nt", "--heldout", "--src", str(tmp_path / "nt.en"), "--tgt", str(tmp_path / "nt.fr"),
-                 "--out-src", str(out / "nt.en"), "--out-tgt", str(out / "nt.fr"), "--report", str(out / "nt.json")])  # fmt: skip
+    code = main(
+        [
+            "raw-corpus",
+            "--name",
+            "nt",
+            "--heldout",
+            "--src",
+            str(tmp_path / "nt.en"),
+            "--tgt",
+            str(tmp_path / "nt.fr"),
+            "--out-src",
+            str(out / "nt.en"),
+            "--out-tgt",
+            str(out / "nt.fr"),
+            "--report",
+            str(out / "nt.json"),
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert len(err.splitlines()) == 1 and "nt.fr line 1 is not valid UTF-8" in err
@@ -219,8 +312,21 @@ def test_raw_corpus_user_errors_are_one_line_and_write_nothing(tmp_path: Path, c
 def test_select_lium_copies_the_pool(tmp_path: Path, capsys):
     (tmp_path / "p.en").write_text("a b\nc\n")
     (tmp_path / "p.fr").write_text("x y\nz\n")
-    code = main(["select", "--method", "lium", "--src", str(tmp_path / "p.en"), "--tgt", str(tmp_path / "p.fr"),
-                 "--out-src", str(tmp_path / "s.en"), "--out-tgt", str(tmp_path / "s.fr")])  # fmt: skip
+    code = main(
+        [
+            "select",
+            "--method",
+            "lium",
+            "--src",
+            str(tmp_path / "p.en"),
+            "--tgt",
+            str(tmp_path / "p.fr"),
+            "--out-src",
+            str(tmp_path / "s.en"),
+            "--out-tgt",
+            str(tmp_path / "s.fr"),
+        ]
+    )
     assert code == 0
     assert (tmp_path / "s.en").read_text() == "a b\nc\n" and (tmp_path / "s.fr").read_text() == "x y\nz\n"
     assert '"pairs_out": 2' in capsys.readouterr().out
@@ -234,8 +340,21 @@ def tiny_model_file(tiny_corpus, tmp_path: Path) -> Path:
 
     system = tmp_path / "system.json"
     system.write_text(json.dumps(tiny_system(updates=2)))
-    args = ["train", "--system", str(system), "--train", str(tiny_corpus["data"]), "--src-vocab", str(tiny_corpus["src_vocab"]),
-            "--tgt-vocab", str(tiny_corpus["tgt_vocab"]), "--out-dir", str(tmp_path / "model"), "--device", "cpu"]  # fmt: skip
+    args = [
+        "train",
+        "--system",
+        str(system),
+        "--train",
+        str(tiny_corpus["data"]),
+        "--src-vocab",
+        str(tiny_corpus["src_vocab"]),
+        "--tgt-vocab",
+        str(tiny_corpus["tgt_vocab"]),
+        "--out-dir",
+        str(tmp_path / "model"),
+        "--device",
+        "cpu",
+    ]
     assert main(args) == 0
     return tmp_path / "model" / "model.pt"
 
@@ -273,8 +392,13 @@ def test_invalid_utf8_on_stdin_is_one_line_under_every_locale(tiny_model_file: P
 
     env = {**os.environ, "LC_ALL": locale, "LANG": locale}
     env.pop("PYTHONIOENCODING", None)
-    run = subprocess.run([sys.executable, "-m", "rnnmt.cli", "translate", "--model", str(tiny_model_file), "--beam", "2", "--device", "cpu"],
-                         input=b"a b c\nd \xe9 e\n", capture_output=True, env=env, timeout=120)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "rnnmt.cli", "translate", "--model", str(tiny_model_file), "--beam", "2", "--device", "cpu"],
+        input=b"a b c\nd \xe9 e\n",
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
     err = run.stderr.decode().strip()
     assert run.returncode == 2 and run.stdout == b""
     assert err == "rnnmt translate: error: standard input line 2 is not valid UTF-8; expected UTF-8 text."
@@ -299,8 +423,13 @@ def test_translations_on_stdout_are_utf8_under_every_locale(tmp_path: Path):
     model = build_model(tiny_model_config(), len(src_vocab), len(tgt_vocab))
     save_model(tmp_path / "m.pt", model, {"name": "t", "pair": "en-fr", "model": tiny_model_config()}, src_vocab, tgt_vocab, {"src": None, "tgt": None})
     env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONIOENCODING": "latin-1"}
-    run = subprocess.run([sys.executable, "-m", "rnnmt.cli", "translate", "--model", str(tmp_path / "m.pt"), "--beam", "2", "--device", "cpu"],
-                         input=b"a b c\nc b\n", capture_output=True, env=env, timeout=120)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "rnnmt.cli", "translate", "--model", str(tmp_path / "m.pt"), "--beam", "2", "--device", "cpu"],
+        input=b"a b c\nc b\n",
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr.decode()
     lines = run.stdout.decode("utf-8").splitlines()
     assert len(lines) == 2 and all(line and set(line) <= set("€œ≠—<unk> ") for line in lines), lines

@@ -71,9 +71,16 @@ def stub_path(tmp_path: Path) -> Path:
 def test_slurm_submissions_carry_the_gpu_and_early_warning_flags(tmp_path: Path, monkeypatch):
     """A training, a translation and a CPU job submitted through the profile to stub Slurm commands."""
     work = tmp_path / "work"
-    inputs = ["results/config/rnnsearch-30.json", "results/config/decode/rnnsearch-50.json", "results/data/bin/en-fr/train.pt",
-              "results/data/bin/en-fr/dev.pt", "results/data/vocab/en-fr/vocab.en.json", "results/data/vocab/en-fr/vocab.fr.json",
-              "results/data/tok/en-fr/test.en", "results/data/tok/en-fr/test.fr"]  # fmt: skip
+    inputs = [
+        "results/config/rnnsearch-30.json",
+        "results/config/decode/rnnsearch-50.json",
+        "results/data/bin/en-fr/train.pt",
+        "results/data/bin/en-fr/dev.pt",
+        "results/data/vocab/en-fr/vocab.en.json",
+        "results/data/vocab/en-fr/vocab.fr.json",
+        "results/data/tok/en-fr/test.en",
+        "results/data/tok/en-fr/test.fr",
+    ]
     outputs = ["results/models/rnnsearch-50/model.pt", "results/models/rnnsearch-50/meta.json"]
     for i, name in enumerate(inputs + outputs):
         (work / name).parent.mkdir(parents=True, exist_ok=True)
@@ -85,9 +92,25 @@ def test_slurm_submissions_carry_the_gpu_and_early_warning_flags(tmp_path: Path,
     monkeypatch.setenv("PATH", f"{stub_path(tmp_path)}{os.pathsep}{os.environ['PATH']}")
     targets = ["results/models/rnnsearch-30/model.pt", "results/translations/rnnsearch-50/test.all.txt", "results/data/nounk/en-fr/test.ids"]
     # --allowed-rules: the stand-in files have no upstream; the account is one the stub sacctmgr knows.
-    snakemake(*targets, "--allowed-rules", "train", "translate", "nounk_subset", "--workflow-profile", SLURM,
-              "--directory", str(work), "--default-resources", "slurm_account=testacct", "slurm_partition=cpu",
-              "--retries", "0", "--slurm-init-seconds-before-status-checks", "1", cwd=work)  # fmt: skip
+    snakemake(
+        *targets,
+        "--allowed-rules",
+        "train",
+        "translate",
+        "nounk_subset",
+        "--workflow-profile",
+        SLURM,
+        "--directory",
+        str(work),
+        "--default-resources",
+        "slurm_account=testacct",
+        "slurm_partition=cpu",
+        "--retries",
+        "0",
+        "--slurm-init-seconds-before-status-checks",
+        "1",
+        cwd=work,
+    )
     submitted = {}
     for call in sorted(calls.glob("sbatch.*")):
         args = shlex.split(call.read_text())

@@ -167,7 +167,10 @@ def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path: Path):
     """Snakemake's own message ("Config file is not valid JSON or YAML") names neither."""
     broken = tmp_path / "config.yaml"
     broken.write_text("scale: demo\nseed: [1\nheldout: [dev]\n")
-    with pytest.raises(UserError, match=rf"^config file {broken} line 3, column 8: expected ',' or '\]', but got ':' \(while parsing a flow sequence at line 2\); fix the YAML there.$"):
+    with pytest.raises(
+        UserError,
+        match=rf"^config file {broken} line 3, column 8: expected ',' or '\]', but got ':' \(while parsing a flow sequence at line 2\); fix the YAML there.$",
+    ):
         cfg.load(broken, SCHEMA)
     tabs = tmp_path / "tabs.yaml"
     tabs.write_text("scale: demo\nevaluation:\n\tbeam: 3\n")
@@ -211,10 +214,7 @@ def test_a_scale_inherits_its_base_and_changes_only_what_it_says():
 
 @pytest.mark.parametrize(
     ("scales", "message"),
-    [
-        ({"mid": {"base": "smaple"}}, "scales.mid.base 'smaple' is not a scale"),
-        ({"a": {"base": "b"}, "b": {"base": "a"}}, "inherit in a cycle"),
-    ],
+    [({"mid": {"base": "smaple"}}, "scales.mid.base 'smaple' is not a scale"), ({"a": {"base": "b"}, "b": {"base": "a"}}, "inherit in a cycle")],
 )
 def test_scale_inheritance_mistakes_are_one_line_errors(scales, message):
     c = cfg.deep_merge(raw_config(), {"scales": scales})

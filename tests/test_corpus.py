@@ -49,9 +49,7 @@ def test_mismatch_names_both_files_and_counts_and_writes_nothing(tmp_path):
     out_dir = tmp_path / "out"
     with pytest.raises(UserError) as err:
         assemble([good_s, bad_s], [good_t, bad_t], out_dir / "c.en", out_dir / "c.fr")
-    assert str(err.value) == (
-        f"{bad_s} has 3 lines but {bad_t} has 2 lines; parallel files must have the same number of lines."
-    )
+    assert str(err.value) == (f"{bad_s} has 3 lines but {bad_t} has 2 lines; parallel files must have the same number of lines.")
     assert not out_dir.exists() or not any(out_dir.iterdir())
 
 
@@ -164,9 +162,7 @@ def test_raw_line_count_mismatch_names_both_files_and_counts_and_writes_nothing(
     bad_t = _gz(tmp_path / "bad.fr.gz", b"x\ny\nz\nw")
     with pytest.raises(UserError) as err:
         _raw(tmp_path, [good_s, bad_s], [good_t, bad_t])
-    assert str(err.value) == (
-        f"{bad_s} has 2 lines but {bad_t} has 4 lines; parallel files must have the same number of lines."
-    )
+    assert str(err.value) == (f"{bad_s} has 2 lines but {bad_t} has 4 lines; parallel files must have the same number of lines.")
     assert _nothing_written(tmp_path)
     # The longer file on the source side: every line of it is counted, none lost to the pairing.
     with pytest.raises(UserError, match=r"bad\.fr\.gz has 4 lines but .*bad\.en has 2 lines"):

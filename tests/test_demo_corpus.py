@@ -22,12 +22,7 @@ from rnnmt.errors import UserError
 from rnnmt.fileio import read_json, read_lines
 
 # The demo's corpora, declared as the workflow declares them (training ones are drawn first).
-ROLES = {
-    "demo-news": ("train", "news"),
-    "demo-general": ("train", "pool"),
-    "demo-dev": ("eval", "news"),
-    "demo-test": ("eval", "news"),
-}
+ROLES = {"demo-news": ("train", "news"), "demo-general": ("train", "pool"), "demo-dev": ("eval", "news"), "demo-test": ("eval", "news")}
 SMALL = {"demo-news": 300, "demo-general": 600, "demo-dev": 100, "demo-test": 200}
 N, A, V = LEXICON.nouns, LEXICON.adjectives, LEXICON.verbs
 
@@ -140,10 +135,7 @@ def test_translation_is_a_function_of_the_source() -> None:
 
 def test_adjectives_agree_and_most_follow_the_noun() -> None:
     houses = Clause(the("house", True, "old", "white"), None, "pres", pred=(A["beautiful"],))
-    assert pair(Sentence((houses,))) == (
-        "The old white houses are beautiful.",
-        "Les vieilles maisons blanches sont belles.",
-    )
+    assert pair(Sentence((houses,))) == ("The old white houses are beautiful.", "Les vieilles maisons blanches sont belles.")
     man = Clause(NounPhrase(N["man"], "a", False, (A["old"],)), None, "past", pred=(A["happy"], A["tired"]))
     assert pair(Sentence((man,))) == ("An old man was happy and tired.", "Un vieil homme était heureux et fatigué.")
 
@@ -153,29 +145,20 @@ def test_participles_agree_with_etre_subjects_and_preceding_objects() -> None:
     assert pair(Sentence((went,))) == ("The women went to the market.", "Les femmes sont allées au marché.")
     letter = the("letter", rel=Relative("obj", Clause(the("minister"), V["write"], "past"), "that"))
     long = Clause(letter, None, "pres", pred=(A["long"],))
-    assert pair(Sentence((long,))) == (
-        "The letter that the minister wrote is long.",
-        "La lettre que le ministre a écrite est longue.",
-    )
+    assert pair(Sentence((long,))) == ("The letter that the minister wrote is long.", "La lettre que le ministre a écrite est longue.")
     clitic = Clause(the("man"), V["see"], "past", obj=SHE, neg=True)
     assert pair(Sentence((clitic,))) == ("The man did not see her.", "L'homme ne l'a pas vue.")
 
 
 def test_possessives_cities_and_verb_agreement_need_context() -> None:
     car = NounPhrase(N["car"], "the", False, (A["new"],), possessor=the("minister"))
-    assert pair(Sentence((Clause(car, None, "pres", pred=(A["red"],)),))) == (
-        "The minister's new car is red.",
-        "La nouvelle voiture du ministre est rouge.",
-    )
+    assert pair(Sentence((Clause(car, None, "pres", pred=(A["red"],)),))) == ("The minister's new car is red.", "La nouvelle voiture du ministre est rouge.")
     cairo = _city("Cairo")
     lives = Clause(NounPhrase(N["man"], "this", False, (A["old"],)), V["live in"], "pres", obj=cairo)
     assert pair(Sentence((lives,))) == ("This old man lives in Cairo.", "Ce vieil homme vit au Caire.")
     who = Relative("subj", Clause(None, V["arrive"], "past"), "who")
     friends = Clause(NounPhrase(N["friend"], "the", True, rel=who), V["see"], "pres", obj=HE, pp=PP("in", cairo))
-    assert pair(Sentence((friends,))) == (
-        "The friends who arrived see him in Cairo.",
-        "Les amis qui sont arrivés le voient au Caire.",
-    )
+    assert pair(Sentence((friends,))) == ("The friends who arrived see him in Cairo.", "Les amis qui sont arrivés le voient au Caire.")
 
 
 def _city(name: str) -> City:
@@ -237,9 +220,7 @@ def test_role_and_domain_come_from_the_declaration_not_the_name(tmp_path: Path) 
     report = generate_demo_corpus(tmp_path, corpora, seed=2)
     entries = report["corpora"]
     assert list(entries) == ["news-pool", "test-train", "alpha"]
-    assert {name: (e["role"], e["domain"]) for name, e in entries.items()} == {
-        name: (c.role, c.domain) for name, c in corpora.items()
-    }
+    assert {name: (e["role"], e["domain"]) for name, e in entries.items()} == {name: (c.role, c.domain) for name, c in corpora.items()}
     assert entries["alpha"]["overlap"] == 0 and "overlap" not in entries["test-train"]
     train = set(read_lines(tmp_path / "news-pool.en")) | set(read_lines(tmp_path / "test-train.en"))
     assert not set(read_lines(tmp_path / "alpha.en")) & train

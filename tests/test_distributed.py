@@ -17,21 +17,42 @@ from conftest import tiny_system
 
 
 def train_command(system: Path, corpus: dict[str, Path], out: Path) -> list[str]:
-    return ["train", "--system", str(system), "--train", str(corpus["data"]), "--valid", f"dev={corpus['data']}",
-            "--src-vocab", str(corpus["src_vocab"]), "--tgt-vocab", str(corpus["tgt_vocab"]),
-            "--out-dir", str(out), "--device", "cpu", "--threads", "1"]  # fmt: skip
+    return [
+        "train",
+        "--system",
+        str(system),
+        "--train",
+        str(corpus["data"]),
+        "--valid",
+        f"dev={corpus['data']}",
+        "--src-vocab",
+        str(corpus["src_vocab"]),
+        "--tgt-vocab",
+        str(corpus["tgt_vocab"]),
+        "--out-dir",
+        str(out),
+        "--device",
+        "cpu",
+        "--threads",
+        "1",
+    ]
 
 
 @pytest.mark.parametrize("loss", ["token_mean", "sentence_mean"])
 def test_two_processes_reach_the_parameters_of_one(tiny_corpus, tmp_path: Path, loss: str):
     system = tmp_path / "system.json"
-    system.write_text(json.dumps(tiny_system(updates=5, loss=loss, batch_size=6, valid_every=1000, checkpoint_every=1000,
-                                        optimizer={"name": "sgd", "lr": 0.5}, clip_norm=1000.0)))
+    system.write_text(
+        json.dumps(
+            tiny_system(updates=5, loss=loss, batch_size=6, valid_every=1000, checkpoint_every=1000, optimizer={"name": "sgd", "lr": 0.5}, clip_norm=1000.0)
+        )
+    )
     one, two = tmp_path / "one", tmp_path / "two"
     single = subprocess.run([sys.executable, "-m", "rnnmt.cli", *train_command(system, tiny_corpus, one)], capture_output=True, text=True, timeout=300)
     assert single.returncode == 0, single.stderr[-2000:]
     # What the workflow runs for a job with two GPUs: rnnmt starts itself again under torchrun.
-    parallel = subprocess.run([sys.executable, "-m", "rnnmt.cli", *train_command(system, tiny_corpus, two), "--processes", "2"], capture_output=True, text=True, timeout=300)
+    parallel = subprocess.run(
+        [sys.executable, "-m", "rnnmt.cli", *train_command(system, tiny_corpus, two), "--processes", "2"], capture_output=True, text=True, timeout=300
+    )
     assert parallel.returncode == 0, parallel.stderr[-3000:]
     assert "processes 2" in parallel.stderr and parallel.stderr.count("wrote ") == 1  # only rank 0 writes
     meta = json.loads((two / "meta.json").read_text())

@@ -112,9 +112,7 @@ def md5(data: bytes) -> Checksum:
 def test_download_with_sha256(server, tmp_path):
     server.files["/wmt13/a.tgz"] = BODY
     lines = []
-    info = download(
-        server.url("/wmt13/a.tgz"), tmp_path / "a.tgz", checksum=sha256(BODY), size=len(BODY), progress=lines.append
-    )
+    info = download(server.url("/wmt13/a.tgz"), tmp_path / "a.tgz", checksum=sha256(BODY), size=len(BODY), progress=lines.append)
     assert (tmp_path / "a.tgz").read_bytes() == BODY
     assert info["source"] == "download" and info["checksum_verified"] and info["bytes"] == len(BODY)
     assert info["sha256"] == hashlib.sha256(BODY).hexdigest()
@@ -261,9 +259,7 @@ def test_mirror(server, tmp_path):
 
 
 def test_mirror_url():
-    assert mirror_url("https://statmt.org/wmt14/test-full.tgz", "http://127.0.0.1:8000/wmt/") == (
-        "http://127.0.0.1:8000/wmt/wmt14/test-full.tgz"
-    )
+    assert mirror_url("https://statmt.org/wmt14/test-full.tgz", "http://127.0.0.1:8000/wmt/") == ("http://127.0.0.1:8000/wmt/wmt14/test-full.tgz")
     assert mirror_url("http://www.statmt.org/wmt13/x.tgz", None) == "http://www.statmt.org/wmt13/x.tgz"
 
 

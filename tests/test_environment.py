@@ -65,6 +65,8 @@ def test_reproducible_mode_warns_once_at_start_when_the_environment_differs(tmp_
     (tmp_path / "config.json").write_text(json.dumps({"scale": "demo"}))
     assert main(["provenance", "--config", str(tmp_path / "config.json"), "--output", str(tmp_path / "p.json")]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
-    expected = [f"rnnmt provenance: warning: this environment differs from constraints.txt: numpy {environment.installed()['numpy']} (locked 0.0.1); "
-                "reproducible mode's digits hold for the locked versions (README, Set-up)."]
+    expected = [
+        f"rnnmt provenance: warning: this environment differs from constraints.txt: numpy {environment.installed()['numpy']} (locked 0.0.1); "
+        "reproducible mode's digits hold for the locked versions (README, Set-up)."
+    ]
     assert warnings == (expected if reproducible else [])

@@ -43,8 +43,13 @@ def parameters(model_file: Path) -> dict[str, torch.Tensor]:
 @pytest.mark.integration
 def test_sigkill_of_the_whole_workflow_then_unlock_and_rerun_gives_the_same_parameters(tmp_path: Path):
     target = f"{TRAINED}/model.pt"
-    run = subprocess.Popen(snakemake_command(tmp_path, "--cores", "2", target), start_new_session=True, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, preexec_fn=lambda: os.umask(0o022))  # fmt: skip
+    run = subprocess.Popen(
+        snakemake_command(tmp_path, "--cores", "2", target),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: os.umask(0o022),
+    )
     checkpoint = tmp_path / TRAINED / "ckpt" / "last.pt"
     deadline = time.monotonic() + 600
     while not checkpoint.exists() and run.poll() is None and time.monotonic() < deadline:
@@ -100,8 +105,21 @@ def fill(disk: Path, leave: int) -> Path:
 
 
 def train_args(corpus: dict[str, Path], system: Path, out: Path) -> list[str]:
-    return ["train", "--system", str(system), "--train", str(corpus["data"]), "--src-vocab", str(corpus["src_vocab"]),
-            "--tgt-vocab", str(corpus["tgt_vocab"]), "--out-dir", str(out), "--device", "cpu"]  # fmt: skip
+    return [
+        "train",
+        "--system",
+        str(system),
+        "--train",
+        str(corpus["data"]),
+        "--src-vocab",
+        str(corpus["src_vocab"]),
+        "--tgt-vocab",
+        str(corpus["tgt_vocab"]),
+        "--out-dir",
+        str(out),
+        "--device",
+        "cpu",
+    ]
 
 
 def test_a_full_disk_stops_training_in_one_line_and_leaves_nothing_partial(tiny_corpus, tmp_path: Path, small_disk: Path):
@@ -133,5 +151,8 @@ def test_a_full_disk_while_writing_text_names_the_file(tmp_path: Path, small_dis
     fill(small_disk, leave=4096)
     assert main(["tokenize", "--lang", "en", "--input", str(src), "--output", str(small_disk / "out.en")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == f"rnnmt tokenize: error: the disk is full: cannot write {small_disk / 'out.en'} (No space left on device); nothing partial was kept — free some space and run again."
+    assert (
+        err[-1]
+        == f"rnnmt tokenize: error: the disk is full: cannot write {small_disk / 'out.en'} (No space left on device); nothing partial was kept — free some space and run again."
+    )
     assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]

@@ -69,8 +69,16 @@ def test_allowed_attentions_are_the_registry():
 
 
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-@pytest.mark.parametrize("config", [tiny_model_config(), tiny_model_config("gru", "none"), tiny_luong_config(score="concat"),
-                                    tiny_luong_config("local-p", bias=True), tiny_luong_config("none", feed_input=False)])  # fmt: skip
+@pytest.mark.parametrize(
+    "config",
+    [
+        tiny_model_config(),
+        tiny_model_config("gru", "none"),
+        tiny_luong_config(score="concat"),
+        tiny_luong_config("local-p", bias=True),
+        tiny_luong_config("none", feed_input=False),
+    ],
+)
 def test_every_model_declares_every_scheme(config, scheme):
     build_model({**config, "init": scheme, "init_range": 0.1}, 20, 20)
 

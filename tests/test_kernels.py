@@ -84,8 +84,28 @@ def test_an_update_in_kernels_launches_a_fraction_of_the_fused_kernels(tiny_pape
     counts = {}
     for recurrence in ("fused", "kernels"):
         out = tmp_path / f"{recurrence}.json"
-        main(["bench", "train", "--paper-shape", system, "--config", str(tiny_paper_config), "--steps", "2", "--device", "cpu",
-              "--graph", "static", "--precision", "bfloat16", "--recurrence", recurrence, "--output", str(out)])  # fmt: skip
+        main(
+            [
+                "bench",
+                "train",
+                "--paper-shape",
+                system,
+                "--config",
+                str(tiny_paper_config),
+                "--steps",
+                "2",
+                "--device",
+                "cpu",
+                "--graph",
+                "static",
+                "--precision",
+                "bfloat16",
+                "--recurrence",
+                recurrence,
+                "--output",
+                str(out),
+            ]
+        )
         result = json.loads(out.read_text())
         counts[recurrence] = result["kernels_per_update"], tuple(result["kernels_counted_at_width"])
     (fused, width_a), (fewer, width_b) = counts["fused"], counts["kernels"]
@@ -160,7 +180,11 @@ def test_the_guard_keeps_kernels_that_compute_what_their_references_do(tiny_corp
 @pytest.mark.parametrize(
     "name, broken, why",
     [
-        ("luong-local-p-concat-feed", {"lstm_cell": _failing_to_compile}, "lstm_cell: its Triton kernel failed to run (RuntimeError: CompilationError: at 12:4"),
+        (
+            "luong-local-p-concat-feed",
+            {"lstm_cell": _failing_to_compile},
+            "lstm_cell: its Triton kernel failed to run (RuntimeError: CompilationError: at 12:4",
+        ),
         ("luong-global-feed", {"luong_attention": _off_by_a_little}, "luong_attention: it differs from its torch reference by 1.00e-03 of its norm"),
     ],
 )

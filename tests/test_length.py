@@ -12,9 +12,7 @@ REFS = [PERFECT, PERFECT, "a b c d e f g", "a b c d e f g", "a b c d e f g"]
 LENGTHS = [5, 8, 31, 40, 44]
 
 
-@pytest.mark.parametrize(
-    "x, window, bounds", [(20, 10, (15, 25)), (20, 5, (18, 23)), (7, 1, (7, 8)), (1, 10, (-4, 6))]
-)
+@pytest.mark.parametrize("x, window, bounds", [(20, 10, (15, 25)), (20, 5, (18, 23)), (7, 1, (7, 8)), (1, 10, (-4, 6))])
 def test_window_bounds(x, window, bounds):
     assert window_bounds(x, window) == bounds
 

@@ -149,6 +149,10 @@ def test_training_pass_equals_step_by_step_decoding(encoder, attention, grad):
 def test_the_models_import_nothing_from_training():
     """models/ is below train/: the networks, their loops and kernels never reach up into the training code."""
     models = Path(__file__).resolve().parents[1] / "src" / "rnnmt" / "models"
-    upward = [f"{path.relative_to(models)}:{n}" for path in models.rglob("*.py") for n, line in enumerate(path.read_text().splitlines(), 1)
-              if "rnnmt.train" in line and ("import" in line or "from" in line)]  # fmt: skip
+    upward = [
+        f"{path.relative_to(models)}:{n}"
+        for path in models.rglob("*.py")
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "rnnmt.train" in line and ("import" in line or "from" in line)
+    ]
     assert not upward, upward

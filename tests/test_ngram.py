@@ -192,9 +192,7 @@ def test_scores_identical_in_chunks():
     lm = NgramLM.estimate(tokens, offsets, 3 + 100, order=4)
     whole = lm.score(tokens, offsets)
     cuts = [0, 1, 2, 37, 500, 1333, 1999, 2000]
-    parts = [
-        lm.score(tokens[offsets[a] : offsets[b]], offsets[a : b + 1] - offsets[a]) for a, b in zip(cuts[:-1], cuts[1:])
-    ]
+    parts = [lm.score(tokens[offsets[a] : offsets[b]], offsets[a : b + 1] - offsets[a]) for a, b in zip(cuts[:-1], cuts[1:])]
     assert np.array_equal(np.concatenate(parts), whole)
 
 

@@ -190,9 +190,15 @@ def test_bahdanau_fused_path_equals_the_plain_path(encoder, attention):
 
 @pytest.mark.parametrize(
     "kind,score,clip,bias,layers",
-    [("global", "general", None, False, 2), ("global", "dot", 0.3, True, 3), ("global", "concat", None, True, 1),
-     ("global", "location", 0.3, False, 2), ("local-m", "general", None, False, 2), ("local-p", "general", 0.3, True, 2)],
-)  # fmt: skip
+    [
+        ("global", "general", None, False, 2),
+        ("global", "dot", 0.3, True, 3),
+        ("global", "concat", None, True, 1),
+        ("global", "location", 0.3, False, 2),
+        ("local-m", "general", None, False, 2),
+        ("local-p", "general", 0.3, True, 2),
+    ],
+)
 def test_luong_fused_feeding_loop_equals_the_plain_path(kind, score, clip, bias, layers):
     torch.manual_seed(1)
     cfg = tiny_luong_config(attention=kind, score=score, state_clip=clip, bias=bias, layers=layers, init_range=0.5)

@@ -35,8 +35,9 @@ def trained_hash(cpu: dict[str, str], mode: bool, emulator: list[str] = []) -> s
     env.update(cpu, PYTHONPATH=os.pathsep.join(str(ROOT / d) for d in ("src", "tests")))
     if mode:
         env[SWITCH] = "1"
-    run = subprocess.run([*emulator, sys.executable, str(ROOT / "tests" / "reproducible_train.py"), *SYSTEMS], env=env, capture_output=True, text=True,
-                         timeout=1200)  # fmt: skip
+    run = subprocess.run(
+        [*emulator, sys.executable, str(ROOT / "tests" / "reproducible_train.py"), *SYSTEMS], env=env, capture_output=True, text=True, timeout=1200
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     return run.stdout.strip()
 
@@ -46,7 +47,9 @@ def qemu() -> str:
     """QEMU's x86-64 user mode, installed from Debian's packages where missing (as root)."""
     found = shutil.which("qemu-x86_64")
     if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        subprocess.run(["apt-get", "install", "-y", "-q", "qemu-user"], capture_output=True, timeout=900, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        subprocess.run(
+            ["apt-get", "install", "-y", "-q", "qemu-user"], capture_output=True, timeout=900, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        )
         found = shutil.which("qemu-x86_64")
     if found is None:
         pytest.skip("QEMU's x86-64 user mode is not here and cannot be installed (needs root and Debian's apt-get: package qemu-user)")

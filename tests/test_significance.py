@@ -9,8 +9,10 @@ from rnnmt.evaluate.bleu import tokenized_bleu
 from rnnmt.evaluate.significance import bleu_from_statistics, paired_bootstrap, seeded_bootstrap, sentence_statistics
 from rnnmt.evaluate.tables import build_claims_table, verdict
 
-REFS = [f"the {adj} cat sat on the {noun} mat number {i} today ." for i, (adj, noun) in
-        enumerate(zip(["old", "small", "black", "grey"] * 10, ["red", "blue", "warm", "flat"] * 10))]  # fmt: skip
+REFS = [
+    f"the {adj} cat sat on the {noun} mat number {i} today ."
+    for i, (adj, noun) in enumerate(zip(["old", "small", "black", "grey"] * 10, ["red", "blue", "warm", "flat"] * 10))
+]
 GOOD = list(REFS)
 # Wrong on every other sentence: half the words replaced.
 BAD = [r if i % 2 else " ".join(w if j % 2 else "dog" for j, w in enumerate(r.split())) for i, r in enumerate(REFS)]
@@ -41,8 +43,18 @@ def test_identical_systems_differ_by_nothing_and_resampling_is_seeded():
 
 
 def test_claims_table_shows_published_and_reproduced_differences():
-    row = {"paper": "P", "claim": "A helps", "a": "A", "b": "B", "published": 1.3, "delta": 2.0, "low": 0.5, "high": 3.25,
-           "p_not_better": 0.01, "samples": 1000}  # fmt: skip
+    row = {
+        "paper": "P",
+        "claim": "A helps",
+        "a": "A",
+        "b": "B",
+        "published": 1.3,
+        "delta": 2.0,
+        "low": 0.5,
+        "high": 3.25,
+        "p_not_better": 0.01,
+        "samples": 1000,
+    }
     df = build_claims_table([row, {**row, "published": None, "low": -0.5}])
     assert list(df["95% interval"]) == ["[+0.50, +3.25]", "[-0.50, +3.25]"]
     assert list(df["verdict"]) == ["holds", "not significant"]
@@ -69,8 +81,18 @@ def test_two_level_bootstrap_averages_seeds_and_widens_the_interval_by_their_spr
 
 
 def test_claims_table_with_seeds_shows_both_spreads_and_the_larger_source():
-    row = {"paper": "P", "claim": "A helps", "a": "A", "b": "B", "published": 1.3, "delta": 2.0, "low": 0.5, "high": 3.25,
-           "p_not_better": 0.01, "samples": 1000}  # fmt: skip
+    row = {
+        "paper": "P",
+        "claim": "A helps",
+        "a": "A",
+        "b": "B",
+        "published": 1.3,
+        "delta": 2.0,
+        "low": 0.5,
+        "high": 3.25,
+        "p_not_better": 0.01,
+        "samples": 1000,
+    }
     seeded = {**row, "seed_low": -1.0, "seed_high": 4.0, "sentence_low": 1.0, "sentence_high": 3.0, "seeds_a": 3, "seeds_b": 3}
     df = build_claims_table([seeded, row])
     assert df.loc[0, "seeds"] == "3/3" and df.loc[0, "seed-only 95%"] == "[-1.00, +4.00]" and df.loc[0, "larger source"] == "seeds"

@@ -51,8 +51,12 @@ def cluster(tmp_path_factory):
     if os.geteuid() != 0:
         pytest.skip("a real Slurm needs root here (munged, slurmctld, slurmd and apt-get); run as root to test the Slurm profile")
     # Own ports, so that a second test run or a site's Slurm on this machine does not collide.
-    env = {**os.environ, "RNNMT_SLURM_DIR": str(tmp_path_factory.mktemp("slurm")), "RNNMT_SLURMCTLD_PORT": str(free_port()),
-           "RNNMT_SLURMD_PORT": str(free_port())}  # fmt: skip
+    env = {
+        **os.environ,
+        "RNNMT_SLURM_DIR": str(tmp_path_factory.mktemp("slurm")),
+        "RNNMT_SLURMCTLD_PORT": str(free_port()),
+        "RNNMT_SLURMD_PORT": str(free_port()),
+    }
     started = subprocess.run(["bash", str(CLUSTER), "start"], env=env, capture_output=True, text=True, timeout=900)
     if started.returncode == 3:
         pytest.skip(started.stderr.strip().splitlines()[-1])
@@ -80,15 +84,17 @@ def slurm_profile(directory: Path, **train) -> Path:
     profile["set-resources"]["train"].update(train)
     # One torch thread per job, as in the local reference run: the tables are compared bit for bit.
     profile["set-threads"] = {"train": 1, "translate": 1, "tokenize": 2}
-    profile.update({
-        "jobs": 4,
-        "latency-wait": 5,  # one file system: no delay to wait for
-        # Without slurmdbd, sacct fails ("Slurm accounting storage is disabled") and the plugin's default status
-        # command is sacct whenever the binary exists; squeue sees finished jobs for MinJobAge (an hour here).
-        "slurm-status-command": "squeue",
-        "slurm-init-seconds-before-status-checks": 2,  # seconds-long jobs; the default 40 s would dominate
-        "slurm-keep-successful-logs": True,
-    })  # fmt: skip
+    profile.update(
+        {
+            "jobs": 4,
+            "latency-wait": 5,  # one file system: no delay to wait for
+            # Without slurmdbd, sacct fails ("Slurm accounting storage is disabled") and the plugin's default status
+            # command is sacct whenever the binary exists; squeue sees finished jobs for MinJobAge (an hour here).
+            "slurm-status-command": "squeue",
+            "slurm-init-seconds-before-status-checks": 2,  # seconds-long jobs; the default 40 s would dominate
+            "slurm-keep-successful-logs": True,
+        }
+    )
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
     return directory

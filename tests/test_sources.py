@@ -32,9 +32,15 @@ def test_training_line_counts_add_up_to_the_published_totals(table):
 
 @pytest.mark.parametrize(
     "name, lang, lines",
-    [("newstest2012", "fr", 3003), ("newstest2013", "fr", 3000), ("newstest2014", "fr", 3003),
-     ("newstest2013", "de", 3000), ("newstest2014-filtered", "de", 2737), ("newstest2015", "de", 2169)],
-)  # fmt: skip
+    [
+        ("newstest2012", "fr", 3003),
+        ("newstest2013", "fr", 3000),
+        ("newstest2014", "fr", 3003),
+        ("newstest2013", "de", 3000),
+        ("newstest2014-filtered", "de", 2737),
+        ("newstest2015", "de", 2169),
+    ],
+)
 def test_heldout_sets_are_sgm_with_the_papers_sizes(table, name, lang, lines):
     corpus = sources.corpus(table, name, "en", lang)
     assert corpus.heldout and corpus.format == "sgm" and corpus.lines == lines
@@ -68,8 +74,7 @@ def test_unknown_corpus_and_missing_pair(table):
 
 def test_a_set_replaces_the_lists(table):
     splits = sources.pair_splits(table, {"set": "stanford", "train": ["europarl-v7"]}, "en", "de")
-    assert splits == {"train": ["stanford-train"], "indomain": [], "dev": ["stanford-newstest2013"],
-                      "test": ["stanford-newstest2014", "stanford-newstest2015"]}  # fmt: skip
+    assert splits == {"train": ["stanford-train"], "indomain": [], "dev": ["stanford-newstest2013"], "test": ["stanford-newstest2014", "stanford-newstest2015"]}
     assert sources.pair_splits(table, {"train": ["a"], "dev": ["b"], "test": ["c"]}, "en", "fr")["indomain"] == []
     with pytest.raises(UserError, match="corpus set 'stanford' has no en-fr corpora"):
         sources.pair_splits(table, {"set": "stanford"}, "en", "fr")

@@ -11,16 +11,7 @@ import yaml
 from rnnmt.errors import UserError
 from rnnmt.evaluate.report import table_command
 from rnnmt.evaluate.score import score_system
-from rnnmt.evaluate.tables import (
-    DEMO_BANNER,
-    TABLE_KINDS,
-    attention_check,
-    bleu_table,
-    learning_table,
-    luong_table,
-    nist_table,
-    write_table,
-)
+from rnnmt.evaluate.tables import DEMO_BANNER, TABLE_KINDS, attention_check, bleu_table, learning_table, luong_table, nist_table, write_table
 
 SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
 
@@ -33,11 +24,7 @@ def _write(path, lines):
 @pytest.fixture
 def system_files(tmp_path):
     src = ["a short one here .", "this source sentence is much longer than the other two ones here .", "short too ."]
-    refs_tok = [
-        "un court ici .",
-        "cette phrase l&apos; est bien plus longue que les deux autres ici .",
-        "court aussi , oui .",
-    ]
+    refs_tok = ["un court ici .", "cette phrase l&apos; est bien plus longue que les deux autres ici .", "court aussi , oui ."]
     refs_raw = ["un court ici.", "cette phrase l'est bien plus longue que les deux autres ici.", "court aussi, oui."]
     hyps = ["un court ici .", "cette phrase est plus longue que les autres .", "court aussi , oui ."]
     return {
@@ -117,8 +104,15 @@ BLEU_ROWS = [
 def test_bleu_table_columns_and_deltas():
     df = bleu_table(BLEU_ROWS, demo=False)
     assert list(df.columns) == [
-        "System", "BLEU All", "BLEU No-UNK", "sacreBLEU All (detok)", "sacreBLEU No-UNK (detok)",
-        "published All", "published No-UNK", "delta All", "delta No-UNK",
+        "System",
+        "BLEU All",
+        "BLEU No-UNK",
+        "sacreBLEU All (detok)",
+        "sacreBLEU No-UNK (detok)",
+        "published All",
+        "published No-UNK",
+        "delta All",
+        "delta No-UNK",
     ]
     search, moses, extra = (row for _, row in df.iterrows())
     assert search["delta All"] == pytest.approx(26.0 - 26.75)
@@ -168,13 +162,23 @@ PUBLISHED2 = {"updates": 288000, "epochs": 2.2, "hours": 111, "train_nll": 40.7,
 
 
 def test_learning_table_columns_hours_and_deltas(tmp_path):
-    rows = [{"system": "RNNsearch-50", "meta": META, "published": PUBLISHED2},
-            {"system": "new", "meta": META, "published": None}]
+    rows = [{"system": "RNNsearch-50", "meta": META, "published": PUBLISHED2}, {"system": "new", "meta": META, "published": None}]
     df = learning_table(rows, demo=False)
     assert list(df.columns) == [
-        "System", "Updates", "Epochs", "Hours", "Train NLL", "Dev NLL", "Device", "published Updates",
-        "published Epochs", "published Hours", "published Train NLL", "published Dev NLL",
-        "delta Train NLL", "delta Dev NLL",
+        "System",
+        "Updates",
+        "Epochs",
+        "Hours",
+        "Train NLL",
+        "Dev NLL",
+        "Device",
+        "published Updates",
+        "published Epochs",
+        "published Hours",
+        "published Train NLL",
+        "published Dev NLL",
+        "delta Train NLL",
+        "delta Dev NLL",
     ]
     first = df.iloc[0]
     assert first["Hours"] == pytest.approx(2.0) and first["Updates"] == 288000
@@ -257,10 +261,15 @@ def test_luong_table_reads_perplexity_bleu_and_unk_columns():
     scores = {"bleu_all": 18.0, "sacrebleu_all": 17.0, "sacrebleu_signature": SIGNATURE}
     rows = [
         {"system": "WMT best", "published": {"bleu": 20.7}},
-        {"system": "global (dot)", "scores": scores, "scores_unk": {**scores, "bleu_all": 19.5}, "meta": {"heldout_ppl": {"test": 6.5}},
-         "published": {"ppl": 6.1, "bleu": 18.6, "bleu_unk": 20.5}},
+        {
+            "system": "global (dot)",
+            "scores": scores,
+            "scores_unk": {**scores, "bleu_all": 19.5},
+            "meta": {"heldout_ppl": {"test": 6.5}},
+            "published": {"ppl": 6.1, "bleu": 18.6, "bleu_unk": 20.5},
+        },
         {"system": "global (concat)", "scores": scores, "scores_unk": scores, "meta": {"heldout_ppl": {"test": 7.0}}, "published": {"ppl": 6.7}},
-    ]  # fmt: skip
+    ]
     df = luong_table(rows, demo=False, unk_column=True)
     row = df.iloc[1]
     assert (row["Ppl"], row["BLEU"], row["BLEU +unk"]) == (6.5, 18.0, 19.5)
@@ -323,9 +332,16 @@ def test_several_seeds_show_mean_and_sample_sd_with_each_seed_in_the_csv(tmp_pat
     """Table 1 with a system of three seeds and one of one: mean ± sd by hand from the per-seed CSV values."""
     files = {s: _write(tmp_path / f"s{s}.json", [json.dumps(_scores(b, b + 1, b - 1))]) for s, b in ((1, 20.0), (2, 23.0), (3, 29.0))}
     one = _write(tmp_path / "one.json", [json.dumps(_scores(10.0, 11.0, 9.0))])
-    rows = [{"label": "RNNsearch-50", "system": "rnnsearch-50", "published": {"all": 26.75, "nounk": 34.16}, "file": str(files[1]),
-             "seeds": [{"seed": s, "file": str(f)} for s, f in files.items()]},
-            {"label": "RNNencdec-50", "system": "rnnencdec-50", "published": None, "file": str(one)}]  # fmt: skip
+    rows = [
+        {
+            "label": "RNNsearch-50",
+            "system": "rnnsearch-50",
+            "published": {"all": 26.75, "nounk": 34.16},
+            "file": str(files[1]),
+            "seeds": [{"seed": s, "file": str(f)} for s, f in files.items()],
+        },
+        {"label": "RNNencdec-50", "system": "rnnencdec-50", "published": None, "file": str(one)},
+    ]
     table_command(_spec("bleu", rows), tmp_path / "t.csv", tmp_path / "t.md")
     search, encdec = list(csv.DictReader((tmp_path / "t.csv").open(encoding="utf-8")))
     per_seed = [float(search[f"BLEU All (seed {s})"]) for s in (1, 2, 3)]
@@ -342,8 +358,10 @@ def test_several_seeds_show_mean_and_sample_sd_with_each_seed_in_the_csv(tmp_pat
 def test_the_attention_check_runs_once_per_seed(tmp_path, capsys):
     search = {s: _write(tmp_path / f"a{s}.json", [json.dumps(_scores(30.0, 31.0, 29.0))]) for s in (1, 2)}
     encdec = {s: _write(tmp_path / f"b{s}.json", [json.dumps(_scores(20.0, 26.0, 10.0))]) for s in (1, 2)}
-    rows = [{"label": name, "system": name, "published": None, "file": str(files[1]), "seeds": [{"seed": s, "file": str(f)} for s, f in files.items()]}
-            for name, files in (("rnnsearch-50", search), ("rnnencdec-50", encdec))]  # fmt: skip
+    rows = [
+        {"label": name, "system": name, "published": None, "file": str(files[1]), "seeds": [{"seed": s, "file": str(f)} for s, f in files.items()]}
+        for name, files in (("rnnsearch-50", search), ("rnnencdec-50", encdec))
+    ]
     table_command(_spec("bleu", rows, check={"search": "rnnsearch-50", "encdec": "rnnencdec-50"}), tmp_path / "t.csv", tmp_path / "t.md")
     md = (tmp_path / "t.md").read_text(encoding="utf-8")
     assert md.count("Result: PASS") == 2 and "Seed 1\nAttention check" in md and "Seed 2\nAttention check" in md

@@ -89,13 +89,7 @@ def test_a_byte_overwritten_inside_a_tensor_is_caught(model_file):
         load_model(path, torch.device("cpu"))
 
 
-@pytest.mark.parametrize(
-    "content, message",
-    [
-        (b"<html>502 Bad Gateway</html>", "cannot be read"),
-        (b"", "cannot be read"),
-    ],
-)
+@pytest.mark.parametrize("content, message", [(b"<html>502 Bad Gateway</html>", "cannot be read"), (b"", "cannot be read")])
 def test_a_file_that_is_no_model_is_one_clear_error(tmp_path: Path, content: bytes, message: str):
     path = tmp_path / "model.pt"
     path.write_bytes(content)

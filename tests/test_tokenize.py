@@ -15,7 +15,7 @@ SENTENCES = [
     "L'homme a dit : « C'est l'heure ! »",
     "Le prix est de 3,5 millions d'euros (environ 4 millions de dollars).",
     "Il est passé à 160 km/h au-dessus du sanctuaire Monserrate.",
-    "<b>Bold</b> & \"quoted\" text | pipes [brackets]",
+    '<b>Bold</b> & "quoted" text | pipes [brackets]',
     "",
     "M. Dupont vit aux États-Unis depuis 2010.",
 ]
@@ -62,7 +62,7 @@ def test_bad_process_count_and_missing_input(tmp_path):
 
 
 def test_detokenize_round_trip():
-    raw = ["L'homme a dit \"oui\".", "C'est fini, n'est-ce pas ?"]
+    raw = ['L\'homme a dit "oui".', "C'est fini, n'est-ce pas ?"]
     assert detokenize_lines(tokenize_lines(raw, "fr"), "fr") == raw
     assert detokenize_lines(["it &apos;s a &quot; test &quot; ."], "en") == ['it\'s a "test".']
 
@@ -79,7 +79,7 @@ def test_newstest2014_first_200_lines_match_sacremoses(tmp_path):
 
 def test_pretokenized_input_is_copied_unchanged(tmp_path):
     # Would change if tokenized: the apostrophe and the quote would be escaped and split.
-    lines = ["l&apos; homme a dit &quot; oui &quot; .", "it's \"raw\"", "", "a\u00a0b\r"]
+    lines = ["l&apos; homme a dit &quot; oui &quot; .", 'it\'s "raw"', "", "a\u00a0b\r"]
     src = tmp_path / "in.de"
     src.write_text("\n".join(lines), encoding="utf-8")
     assert tokenize_file(src, tmp_path / "out", "de", processes=2, pretokenized=True) == 4

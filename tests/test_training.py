@@ -31,9 +31,15 @@ def make_trainer(corpus: dict[str, Path], out_dir: Path, **kw) -> Trainer:
     system = tiny_system(**kw)
     data = ParallelData.load(corpus["data"])
     return Trainer(
-        system, data, {"dev": data.subset(range(8))}, Vocab.load(corpus["src_vocab"]), Vocab.load(corpus["tgt_vocab"]),
-        out_dir, torch.device("cpu"), {"train": "x"},
-    )  # fmt: skip
+        system,
+        data,
+        {"dev": data.subset(range(8))},
+        Vocab.load(corpus["src_vocab"]),
+        Vocab.load(corpus["tgt_vocab"]),
+        out_dir,
+        torch.device("cpu"),
+        {"train": "x"},
+    )
 
 
 def test_length_filter_drops_pairs_instead_of_truncating(tiny_corpus):
@@ -143,8 +149,19 @@ def test_a_stop_signal_during_start_up_is_kept_for_the_first_update(tiny_corpus,
 
     signal.signal(signal.SIGUSR1, unhandled)  # stands in for Python's default, which would end pytest
     monkeypatch.setattr(run, "load_data", read_then_warned)
-    inputs = dict(valid={}, src_vocab=tiny_corpus["src_vocab"], tgt_vocab=tiny_corpus["tgt_vocab"], src_bpe=None, tgt_bpe=None,
-                  out_dir=tmp_path / "out", device="cpu", gpu_lock_dir=None, processes=1, stop_before_limit=900.0, argv=[])  # fmt: skip
+    inputs = dict(
+        valid={},
+        src_vocab=tiny_corpus["src_vocab"],
+        tgt_vocab=tiny_corpus["tgt_vocab"],
+        src_bpe=None,
+        tgt_bpe=None,
+        out_dir=tmp_path / "out",
+        device="cpu",
+        gpu_lock_dir=None,
+        processes=1,
+        stop_before_limit=900.0,
+        argv=[],
+    )
     with pytest.raises(SystemExit) as stopped:
         run.train_system(system, tiny_corpus["data"], **inputs)
     assert stopped.value.code == 143
@@ -333,7 +350,9 @@ def test_clipping_can_leave_the_embeddings_out_of_the_norm():
     assert emb.grad.tolist() == [30.0, 40.0]
 
 
-@pytest.mark.parametrize("grads", [[[0.3, -0.4], [0.1, 0.2]], [[30.0, -40.0], [1.0, 2.0]], [[float("nan"), 1.0], [1.0, 2.0]], [[float("inf"), 1.0], [1.0, 2.0]]])
+@pytest.mark.parametrize(
+    "grads", [[[0.3, -0.4], [0.1, 0.2]], [[30.0, -40.0], [1.0, 2.0]], [[float("nan"), 1.0], [1.0, 2.0]], [[float("inf"), 1.0], [1.0, 2.0]]]
+)
 def test_clipping_on_the_device_is_the_branching_rule_exactly(grads):
     """Below the threshold, above it, NaN and inf (GroundHog: 0.1·p): the same bits either way."""
     results = []
@@ -347,7 +366,9 @@ def test_clipping_on_the_device_is_the_branching_rule_exactly(grads):
 
 
 @pytest.mark.parametrize("optimizer", [{"name": "adadelta"}, {"name": "sgd", "lr": 0.5}])
-@pytest.mark.parametrize("grads", [[[0.3, -0.4], [0.1, 0.2]], [[30.0, -40.0], [1.0, 2.0]], [[float("nan"), 1.0], [1.0, 2.0]], [[float("inf"), 1.0], [1.0, 2.0]]])
+@pytest.mark.parametrize(
+    "grads", [[[0.3, -0.4], [0.1, 0.2]], [[30.0, -40.0], [1.0, 2.0]], [[float("nan"), 1.0], [1.0, 2.0]], [[float("inf"), 1.0], [1.0, 2.0]]]
+)
 def test_the_kernel_step_is_clipping_then_torchs_optimiser(optimizer, grads):
     """The `kernels` path's one stage per parameter (its reference on a CPU): three updates as clip_gradients and
     torch's Adadelta / SGD make them, within float32 rounding, and the optimiser state torch's own would hold."""

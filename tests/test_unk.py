@@ -95,8 +95,10 @@ def two_members_first_step(average: str) -> tuple[torch.Tensor, torch.Tensor, to
 def test_an_ensemble_takes_the_softmax_of_the_averaged_logits():
     """nmt.matlab's nextBeamStep: softmax((W_soft·h̃_a + W_soft·h̃_b) / 2), a normalised distribution."""
     logp, za, zb = two_members_first_step("logits")
-    by_hand = [[math.log(math.exp((x + y) / 2) / sum(math.exp((u + v) / 2) for u, v in zip(ra, rb))) for x, y in zip(ra, rb)]
-               for ra, rb in zip(za.tolist(), zb.tolist())]
+    by_hand = [
+        [math.log(math.exp((x + y) / 2) / sum(math.exp((u + v) / 2) for u, v in zip(ra, rb))) for x, y in zip(ra, rb)]
+        for ra, rb in zip(za.tolist(), zb.tolist())
+    ]
     assert logp.flatten().tolist() == pytest.approx([x for row in by_hand for x in row], abs=1e-5)
     assert torch.allclose(logp.exp().sum(dim=-1), torch.ones(2))
 
@@ -143,12 +145,25 @@ def test_unk_dict_and_unk_replacing_ensemble_translation_by_hand(tiny_corpus, tm
     (tmp_path / "train.en").write_text("zz a\nzz b\n")
     (tmp_path / "train.de").write_text("ZZ A\nZZ B\n")
     vocab_args = ["--src-vocab", str(tiny_corpus["src_vocab"]), "--tgt-vocab", str(tiny_corpus["tgt_vocab"])]
-    assert main(["unk-dict", "--src", str(tmp_path / "train.en"), "--tgt", str(tmp_path / "train.de"), *vocab_args,
-                 "--output", str(tmp_path / "dict.tsv")]) == 0  # fmt: skip
+    assert (
+        main(["unk-dict", "--src", str(tmp_path / "train.en"), "--tgt", str(tmp_path / "train.de"), *vocab_args, "--output", str(tmp_path / "dict.tsv")]) == 0
+    )
     assert load_dictionary(tmp_path / "dict.tsv") == {"zz": "ZZ"}
     (tmp_path / "in.txt").write_text("zz zz zz\n\na b\n")
-    args = ["translate", "--model", *map(str, paths), "--input", str(tmp_path / "in.txt"), "--beam", "3", "--constant-beam",
-            "--max-ratio", "1.5", "--device", "cpu"]  # fmt: skip
+    args = [
+        "translate",
+        "--model",
+        *map(str, paths),
+        "--input",
+        str(tmp_path / "in.txt"),
+        "--beam",
+        "3",
+        "--constant-beam",
+        "--max-ratio",
+        "1.5",
+        "--device",
+        "cpu",
+    ]
     assert main([*args, "--output", str(tmp_path / "plain.txt")]) == 0
     assert main([*args, "--unk-replace", "--unk-dict", str(tmp_path / "dict.tsv"), "--output", str(tmp_path / "rep.txt")]) == 0
     plain, replaced = (tmp_path / "plain.txt").read_text().splitlines(), (tmp_path / "rep.txt").read_text().splitlines()
@@ -157,6 +172,24 @@ def test_unk_dict_and_unk_replacing_ensemble_translation_by_hand(tiny_corpus, tm
     assert [w for w, r in zip(plain[0].split(), replaced[0].split()) if w != r] == ["<unk>"] * plain[0].split().count("<unk>")
     # The same by post-processing the plain translation with its alignments.
     assert main([*args, "--output", str(tmp_path / "p2.txt"), "--align-output", str(tmp_path / "p2.align")]) == 0
-    assert main(["replace-unk", "--model", str(paths[0]), "--hyps", str(tmp_path / "p2.txt"), "--align", str(tmp_path / "p2.align"),
-                 "--src", str(tmp_path / "in.txt"), "--unk-dict", str(tmp_path / "dict.tsv"), "--output", str(tmp_path / "r2.txt")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "replace-unk",
+                "--model",
+                str(paths[0]),
+                "--hyps",
+                str(tmp_path / "p2.txt"),
+                "--align",
+                str(tmp_path / "p2.align"),
+                "--src",
+                str(tmp_path / "in.txt"),
+                "--unk-dict",
+                str(tmp_path / "dict.tsv"),
+                "--output",
+                str(tmp_path / "r2.txt"),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "r2.txt").read_text() == (tmp_path / "rep.txt").read_text()

@@ -17,8 +17,12 @@ import wmt_mirror
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = wmt_mirror.DEFAULT_SHARED if wmt_mirror.DEFAULT_SHARED.is_dir() else None
 TARGETS = [f"results/data/corpus/en-fr/{split}.{lang}" for split in ("pool", "dev", "test") for lang in ("en", "fr")]
-TARGETS += ["results/data/raw/en-fr/report.json", "results/data/raw/en-de/report.json", "results/data/corpus/en-de/test.de",
-            "results/data/tok/en-de/test-newstest2015.de"]  # fmt: skip
+TARGETS += [
+    "results/data/raw/en-fr/report.json",
+    "results/data/raw/en-de/report.json",
+    "results/data/corpus/en-de/test.de",
+    "results/data/tok/en-de/test-newstest2015.de",
+]
 
 
 @pytest.fixture(scope="module")
@@ -28,19 +32,34 @@ def sample_data(tmp_path_factory):
     checksums = wmt_mirror.build_mirror(tmp / "mirror", SHARED)
     with wmt_mirror.serve(tmp / "mirror") as url:
         run = subprocess.run(
-            [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores", "2", "--directory",
-             str(tmp / "work"), "--config", "scale=sample", f"download={{mirror: '{url}', checksums: '{checksums}'}}",
-             "--", *TARGETS],
-            capture_output=True, text=True, timeout=600, env={**os.environ, "no_proxy": "127.0.0.1", "NO_PROXY": "127.0.0.1"},
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "snakemake",
+                "--snakefile",
+                str(ROOT / "Snakefile"),
+                "--cores",
+                "2",
+                "--directory",
+                str(tmp / "work"),
+                "--config",
+                "scale=sample",
+                f"download={{mirror: '{url}', checksums: '{checksums}'}}",
+                "--",
+                *TARGETS,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "no_proxy": "127.0.0.1", "NO_PROXY": "127.0.0.1"},
+        )
     assert run.returncode == 0, run.stderr[-3000:]
     return tmp / "work" / "results"
 
 
 def test_every_archive_was_downloaded_and_verified(sample_data):
     records = sorted((sample_data / "data" / "archives").glob("*.json"))
-    assert [r.name for r in records] == ["dev.tgz.json", "test-filtered.tgz.json", "test-full.tgz.json", "test.tgz.json",
-                                         "training-parallel-nc-v9.tgz.json"]  # fmt: skip
+    assert [r.name for r in records] == ["dev.tgz.json", "test-filtered.tgz.json", "test-full.tgz.json", "test.tgz.json", "training-parallel-nc-v9.tgz.json"]
     for record in records:
         info = json.loads(record.read_text())
         assert info["checksum_verified"] and info["source"] == "download", record.name

@@ -66,13 +66,26 @@ def table_members(key: str) -> set[str]:
 EXPECTED = {
     "nc-v9": {"training"} | {f"training/news-commentary-v9.{p}-en.{lang}" for p in ("fr", "de") for lang in ("en", p)},
     "dev": {"dev"}
-    | {f"dev/newstest{y}{kind}.{lang}{ext}" for y in (2012, 2013) for lang in ("en", "fr", "de")
-       for kind, ext in (("-src", ".sgm"), ("-ref", ".sgm"), ("", ""))},
+    | {
+        f"dev/newstest{y}{kind}.{lang}{ext}"
+        for y in (2012, 2013)
+        for lang in ("en", "fr", "de")
+        for kind, ext in (("-src", ".sgm"), ("-ref", ".sgm"), ("", ""))
+    },
     "test-full": {"test-full"}
-    | {f"test-full/newstest2014-{p}-{side}.{lang}.sgm" for p, ls in (("fren", "enfr"), ("deen", "ende"))
-       for side in ("src", "ref") for lang in (ls[:2], ls[2:])},
-    "wmt15-test": {"test", "test/newstest2015-ende-src.en.sgm", "test/newstest2015-ende-ref.de.sgm",
-                   "test/newstest2015-deen-src.de.sgm", "test/newstest2015-deen-ref.en.sgm"},
+    | {
+        f"test-full/newstest2014-{p}-{side}.{lang}.sgm"
+        for p, ls in (("fren", "enfr"), ("deen", "ende"))
+        for side in ("src", "ref")
+        for lang in (ls[:2], ls[2:])
+    },
+    "wmt15-test": {
+        "test",
+        "test/newstest2015-ende-src.en.sgm",
+        "test/newstest2015-ende-ref.de.sgm",
+        "test/newstest2015-deen-src.de.sgm",
+        "test/newstest2015-deen-ref.en.sgm",
+    },
 }
 EXPECTED["test-filtered"] = {n.replace("test-full", "test") for n in EXPECTED["test-full"]}
 
@@ -208,13 +221,13 @@ def test_rnnmt_download_through_the_mirror(tmp_path):
 def test_cli_build_and_serve(tmp_path):
     script = str(Path(wm.__file__))
     built = subprocess.run(
-        [sys.executable, script, "build", str(tmp_path / "m"), "--no-shared", "--archives", "wmt15-test"],
-        capture_output=True, text=True, check=True,
+        [sys.executable, script, "build", str(tmp_path / "m"), "--no-shared", "--archives", "wmt15-test"], capture_output=True, text=True, check=True
     )
     assert built.stdout.strip() == str(tmp_path / "m" / "checksums.yaml")
     port_file = tmp_path / "url"
-    server = subprocess.Popen([sys.executable, script, "serve", str(tmp_path / "m"), "--port-file", str(port_file)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [sys.executable, script, "serve", str(tmp_path / "m"), "--port-file", str(port_file)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + 300  # a guard against a hang, not a schedule
         while not port_file.exists() and server.poll() is None and time.monotonic() < deadline:
@@ -229,6 +242,7 @@ def test_cli_build_and_serve(tmp_path):
 
 
 def test_cli_serve_needs_a_built_folder(tmp_path):
-    run = subprocess.run([sys.executable, str(Path(wm.__file__)), "serve", str(tmp_path / "none"), "--port-file", str(tmp_path / "u")],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, str(Path(wm.__file__)), "serve", str(tmp_path / "none"), "--port-file", str(tmp_path / "u")], capture_output=True, text=True
+    )
     assert run.returncode == 2 and "run 'build' first" in run.stderr

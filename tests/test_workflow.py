@@ -65,10 +65,20 @@ def test_tiny_end_to_end_then_nothing_to_do(tmp_path):
     run = snakemake(*args)
     assert run.returncode == 0, run.stderr[-3000:]
     results = tmp_path / "results"
-    for name in ("tables/bahdanau2014_table1.md", "tables/bahdanau2014_table2.csv", "figures/bahdanau2014_fig2.png",
-                 "figures/bahdanau2014_fig3.png", "provenance.json", "models/rnnsearch-50/meta.json",
-                 "tables/luong2015_table1.md", "tables/luong2015_table4.csv", "figures/luong2015_fig5.png",
-                 "figures/luong2015_fig6.png", "figures/luong2015_fig7.png", "translations/luong-global-dot-feed/test.unk.txt"):  # fmt: skip
+    for name in (
+        "tables/bahdanau2014_table1.md",
+        "tables/bahdanau2014_table2.csv",
+        "figures/bahdanau2014_fig2.png",
+        "figures/bahdanau2014_fig3.png",
+        "provenance.json",
+        "models/rnnsearch-50/meta.json",
+        "tables/luong2015_table1.md",
+        "tables/luong2015_table4.csv",
+        "figures/luong2015_fig5.png",
+        "figures/luong2015_fig6.png",
+        "figures/luong2015_fig7.png",
+        "translations/luong-global-dot-feed/test.unk.txt",
+    ):
         assert (results / name).stat().st_size > 0, name
     assert (results / "data/unkdict/en-fr.tsv").exists()  # empty: the tiny vocabularies keep every word
     provenance = json.loads((results / "provenance.json").read_text())  # the demo's jobs ran in reproducible mode
@@ -77,7 +87,8 @@ def test_tiny_end_to_end_then_nothing_to_do(tmp_path):
     # One seed: today's table, without a spread, a Seeds column or per-seed columns.
     assert "±" not in (results / "tables/bahdanau2014_table1.md").read_text()
     assert (results / "tables/bahdanau2014_table1.csv").read_text().splitlines()[0] == (
-        "System,BLEU All,BLEU No-UNK,sacreBLEU All (detok),sacreBLEU No-UNK (detok),published All,published No-UNK")
+        "System,BLEU All,BLEU No-UNK,sacreBLEU All (detok),sacreBLEU No-UNK (detok),published All,published No-UNK"
+    )
     table4 = (results / "tables/luong2015_table4.md").read_text()
     assert "local-m (dot)" in table4 and "BLEU +unk" in table4 and "global (general)" not in table4  # the demo's subset
     again = snakemake(*args, "-n")
@@ -89,8 +100,15 @@ def test_tiny_end_to_end_then_nothing_to_do(tmp_path):
     report = snakemake("--directory", str(tmp_path), "--report", str(tmp_path / "report.html"))
     assert report.returncode == 0, report.stderr[-3000:]
     html = (tmp_path / "report.html").read_text()
-    for name in ("bahdanau2014_table1.csv", "luong2015_table4.csv", "bahdanau2014_fig2.png", "luong2015_fig6.png",
-                 "luong2015_fig7.png", "claims.csv", "coverage.csv"):  # fmt: skip
+    for name in (
+        "bahdanau2014_table1.csv",
+        "luong2015_table4.csv",
+        "bahdanau2014_fig2.png",
+        "luong2015_fig6.png",
+        "luong2015_fig7.png",
+        "claims.csv",
+        "coverage.csv",
+    ):
         assert name in html, name
 
 
@@ -108,10 +126,9 @@ def test_dry_run_of_the_paper_scale_fetches_everything_both_papers_used(tmp_path
     for key in wmt:
         assert f"results/data/archives/{sources.file_name(table, key)}" in planned, key
     expected = {
-        "en-fr": ["europarl-v7", "commoncrawl", "un", "news-commentary-v9", "giga-fren", "newstest2012", "newstest2013",
-                  "newstest2014"],
+        "en-fr": ["europarl-v7", "commoncrawl", "un", "news-commentary-v9", "giga-fren", "newstest2012", "newstest2013", "newstest2014"],
         "en-de": ["europarl-v7", "commoncrawl", "news-commentary-v9", "newstest2013", "newstest2014-filtered", "newstest2015"],
-    }  # fmt: skip
+    }
     for pair, names in expected.items():
         for name in names:
             assert f"results/data/raw/{pair}/{name}.json" in planned, (pair, name)
@@ -196,11 +213,19 @@ def test_a_new_scale_that_inherits_sample_plans_the_sample_run_with_its_change(t
     run = snakemake("-n", "-p", "--directory", str(tmp_path), "--config", "scale=mid", "--configfile", str(ROOT / "config.yaml"), str(override))
     assert run.returncode == 0, run.stderr
     planned = _planned_outputs(run.stdout)
-    assert {"results/models/rnnsearch-50/model.pt", "results/models/luong-global-dot-feed/model.pt", "results/tables/luong2015_table2.md",
-            "results/data/raw/en-fr/newstest2014.json"} <= planned  # fmt: skip
+    assert {
+        "results/models/rnnsearch-50/model.pt",
+        "results/models/luong-global-dot-feed/model.pt",
+        "results/tables/luong2015_table2.md",
+        "results/data/raw/en-fr/newstest2014.json",
+    } <= planned
     assert "results/models/rnnsearch-50star/model.pt" not in planned  # sample's systems: no RNNsearch-50*
-    show = subprocess.run([sys.executable, "-m", "rnnmt.cli", "show-system", "luong-global-dot-feed", "--scale", "mid",
-                           "--config", str(ROOT / "config.yaml"), str(override)], capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    show = subprocess.run(
+        [sys.executable, "-m", "rnnmt.cli", "show-system", "luong-global-dot-feed", "--scale", "mid", "--config", str(ROOT / "config.yaml"), str(override)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert show.returncode == 0, show.stderr
     assert '"hidden": 768' in show.stdout and '"layers": 2' in show.stdout  # mid's change over sample's Luong sizes
 

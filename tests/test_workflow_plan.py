@@ -46,8 +46,15 @@ def test_score_names_round_trip(name):
 
 
 def test_the_demo_runs_its_listed_systems_and_makes_every_output(demo):
-    assert demo.demo and demo.systems == ["rnnencdec-30", "rnnsearch-30", "rnnencdec-50", "rnnsearch-50", "luong-reverse-dropout",
-                                          "luong-global-dot-feed", "luong-localm-dot-feed"]  # fmt: skip
+    assert demo.demo and demo.systems == [
+        "rnnencdec-30",
+        "rnnsearch-30",
+        "rnnencdec-50",
+        "rnnsearch-50",
+        "luong-reverse-dropout",
+        "luong-global-dot-feed",
+        "luong-localm-dot-feed",
+    ]
     assert demo.ensembles == [] and demo.pairs == ["en-fr"]
     targets = demo.final_targets()
     for name in ("bahdanau2014_table1", "bahdanau2014_table2", "luong2015_table1", "luong2015_table4", "claims", "coverage"):
@@ -61,9 +68,14 @@ def test_training_reads_its_settings_file_data_and_held_out_sets(demo):
     inputs = RuleInputs(demo)
     w = SimpleNamespace(system="luong-global-dot-feed")
     got = inputs.train(w)
-    assert got == {"system": "results/config/luong-global-dot-feed.json", "train": "results/data/bin/en-fr/train.pt",
-                   "heldout_dev": "results/data/bin/en-fr/dev.pt", "heldout_test": "results/data/bin/en-fr/test.pt",
-                   "src_vocab": "results/data/vocab/en-fr/vocab.en.json", "tgt_vocab": "results/data/vocab/en-fr/vocab.fr.json"}  # fmt: skip
+    assert got == {
+        "system": "results/config/luong-global-dot-feed.json",
+        "train": "results/data/bin/en-fr/train.pt",
+        "heldout_dev": "results/data/bin/en-fr/dev.pt",
+        "heldout_test": "results/data/bin/en-fr/test.pt",
+        "src_vocab": "results/data/vocab/en-fr/vocab.en.json",
+        "tgt_vocab": "results/data/vocab/en-fr/vocab.fr.json",
+    }
     assert inputs.train_flags(w, got) == "--valid dev=results/data/bin/en-fr/dev.pt --valid test=results/data/bin/en-fr/test.pt"
 
 
@@ -80,17 +92,21 @@ def test_translation_reads_the_systems_decode_settings_and_the_nounk_lines(demo)
 def test_demo_selection_is_axelrod_with_a_share_of_each_corpus(demo):
     inputs, w = RuleInputs(demo), SimpleNamespace(src="en", tgt="fr")
     assert inputs.select(w)["ids"] == "results/data/selection/en-fr/selected.npy"
-    assert inputs.selection_cut_flags(w) == ("--corpora demo-news demo-general --cut per_corpus --normalise words_plus_eos "
-                                             "--keep demo-news=1.0 --keep demo-general=0.5")  # fmt: skip
+    assert inputs.selection_cut_flags(w) == (
+        "--corpora demo-news demo-general --cut per_corpus --normalise words_plus_eos --keep demo-news=1.0 --keep demo-general=0.5"
+    )
     assert inputs.demo_corpus_flags().startswith("--out-dir results/data/raw/en-fr --seed 1234 --corpus demo-news:4000:train:news ")
 
 
 def test_score_inputs_of_a_named_test_split_and_of_unk_replaced_output(paper):
     inputs = RuleInputs(paper)
     got = inputs.score(SimpleNamespace(score="test-newstest2015/luong-ensemble.unk"))
-    assert got == {"hyps": "results/translations/luong-ensemble/test-newstest2015.unk.txt",
-                   "refs_tok": "results/data/tok/en-de/test-newstest2015.de", "refs_raw": "results/data/corpus/en-de/test-newstest2015.de",
-                   "src_tok": "results/data/tok/en-de/test-newstest2015.en"}  # fmt: skip
+    assert got == {
+        "hyps": "results/translations/luong-ensemble/test-newstest2015.unk.txt",
+        "refs_tok": "results/data/tok/en-de/test-newstest2015.de",
+        "refs_raw": "results/data/corpus/en-de/test-newstest2015.de",
+        "src_tok": "results/data/tok/en-de/test-newstest2015.en",
+    }
     plain = inputs.score(SimpleNamespace(score="rnnsearch-50"))
     assert plain["hyps_nounk"] == "results/translations/rnnsearch-50/test.nounk.txt"  # Bahdanau's No-UNK column
     flags = inputs.score_flags(SimpleNamespace(score="luong-base"), SimpleNamespace(keys=lambda: []))
@@ -103,8 +119,7 @@ def test_luong_table2_reads_the_scores_of_its_own_test_set(paper):
     spec = reports.table_spec("luong2015_table2")
     assert paper.table_splits["luong2015_table2"] == "test-newstest2015"
     files = [row.get("file") for row in spec["rows"]]
-    assert files == [None, "results/scores/test-newstest2015/luong-localp-general-feed.unk.json",
-                     "results/scores/test-newstest2015/luong-ensemble.unk.json"]  # fmt: skip
+    assert files == [None, "results/scores/test-newstest2015/luong-localp-general-feed.unk.json", "results/scores/test-newstest2015/luong-ensemble.unk.json"]
     table4 = reports.table_spec("luong2015_table4")["rows"][0]
     assert table4["unk_file"] == "results/scores/luong-global-location-feed.unk.json" and table4["meta"].endswith("meta.json")
 
@@ -161,8 +176,7 @@ def test_each_seed_is_a_run_with_its_own_model_settings_and_scores():
     assert row["system"] == "rnnsearch-50" and [s["seed"] for s in row["seeds"]] == [1, 2]
     assert row["seeds"][1]["file"] == "results/scores/rnnsearch-50.seed2.json"
     claim = reports.claims_spec()["claims"][0]
-    assert [r["hyps"] for r in claim["runs_a"]] == ["results/translations/rnnsearch-50/test.all.txt",
-                                                    "results/translations/rnnsearch-50.seed2/test.all.txt"]  # fmt: skip
+    assert [r["hyps"] for r in claim["runs_a"]] == ["results/translations/rnnsearch-50/test.all.txt", "results/translations/rnnsearch-50.seed2/test.all.txt"]
     curves = reports.length_curve_flags(None)
     assert sum(flag.startswith("--curve=RNNsearch-50=") for flag in curves) == 2  # one mean curve with a band
 

@@ -45,10 +45,18 @@ SIZES: dict[str, dict[str, Any]] = {
         "luong": {"model": {"emb": 9, "hidden": 37, "layers": 2, "window": 2, "max_positions": 7}, "batch": 5, "src_len": 9, "tgt_len": 6},
     },
     "paper": {
-        "bahdanau": {"model": {"emb": 620, "hidden": 1000, "align_hidden": 1000, "maxout": 500, "output_rank": 620, "init": "groundhog"}, "batch": 80,
-                     "src_len": 50, "tgt_len": 20},  # fmt: skip
-        "luong": {"model": {"emb": 1000, "hidden": 1000, "layers": 4, "window": 10, "max_positions": 50, "init_range": 0.1}, "batch": 128, "src_len": 50,
-                  "tgt_len": 20},  # fmt: skip
+        "bahdanau": {
+            "model": {"emb": 620, "hidden": 1000, "align_hidden": 1000, "maxout": 500, "output_rank": 620, "init": "groundhog"},
+            "batch": 80,
+            "src_len": 50,
+            "tgt_len": 20,
+        },
+        "luong": {
+            "model": {"emb": 1000, "hidden": 1000, "layers": 4, "window": 10, "max_positions": 50, "init_range": 0.1},
+            "batch": 128,
+            "src_len": 50,
+            "tgt_len": 20,
+        },
     },
 }
 

@@ -140,7 +140,14 @@ def _paper_shape(config_path: Path, name: str) -> dict[str, Any]:
     vocab = config["scales"]["paper"]["vocab"]
     size = vocab.get("pair_sizes", {}).get(system["pair"], vocab["size"])
     train = system["train"]
-    data = synthetic_data(config["bench"]["lengths"], config["bench"]["synthetic_pairs"], size + len(Vocab.SPECIALS), size + len(Vocab.SPECIALS), train.get("max_len"), system["seed"])
+    data = synthetic_data(
+        config["bench"]["lengths"],
+        config["bench"]["synthetic_pairs"],
+        size + len(Vocab.SPECIALS),
+        size + len(Vocab.SPECIALS),
+        train.get("max_len"),
+        system["seed"],
+    )
     words = [f"w{i}" for i in range(size)]
     budget = train.get("updates")
     if train.get("epochs") is not None:
@@ -272,8 +279,20 @@ def bench_paper(
 
 
 # What `bench paper` keeps of each system's `bench_train`.
-PAPER_COLUMNS = ("system", "paper_budget_updates", "target_tokens_per_update", "target_tokens_per_s", "kernels_per_update", "graphs_captured",
-                 "capture_seconds", "shapes_possible", "projected_hours", "precision", "graph", "recurrence")  # fmt: skip
+PAPER_COLUMNS = (
+    "system",
+    "paper_budget_updates",
+    "target_tokens_per_update",
+    "target_tokens_per_s",
+    "kernels_per_update",
+    "graphs_captured",
+    "capture_seconds",
+    "shapes_possible",
+    "projected_hours",
+    "precision",
+    "graph",
+    "recurrence",
+)
 DAY_HOURS = 24.0
 
 
@@ -294,20 +313,31 @@ def gpus_for(hours: list[float], limit: float) -> tuple[int | None, float]:
 
 def paper_table(result: dict[str, Any]) -> str:
     """`bench_paper`'s result as a Markdown table, with the totals under it."""
+
     def number(value: Any, digits: int = 0) -> str:
         return "—" if value is None else f"{value:,.{digits}f}"
 
-    lines = [f"`rnnmt bench paper` on {result['device_name']}, {result['steps']} updates a system"
-             + ("" if result["timed"] else " (kernels counted as a GPU runs the update; no rates on this device)") + ":", "",
-             "| system | updates | target tokens / update | target tokens/s | kernels / update | capture s (window) | GPU-hours | settings |",
-             "|---|---:|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    lines = [
+        f"`rnnmt bench paper` on {result['device_name']}, {result['steps']} updates a system"
+        + ("" if result["timed"] else " (kernels counted as a GPU runs the update; no rates on this device)")
+        + ":",
+        "",
+        "| system | updates | target tokens / update | target tokens/s | kernels / update | capture s (window) | GPU-hours | settings |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for row in result["systems"]:
-        lines.append(f"| {row['system']} | {number(row['paper_budget_updates'])} | {number(row['target_tokens_per_update'])} | "
-                     f"{number(row['target_tokens_per_s'])} | {number(row['kernels_per_update'])} | {number(row['capture_seconds'], 1)} | "
-                     f"{number(row['projected_hours'], 1)} | {row['precision']}, graph {row['graph']}, {row['recurrence']} |")  # fmt: skip
+        lines.append(
+            f"| {row['system']} | {number(row['paper_budget_updates'])} | {number(row['target_tokens_per_update'])} | "
+            f"{number(row['target_tokens_per_s'])} | {number(row['kernels_per_update'])} | {number(row['capture_seconds'], 1)} | "
+            f"{number(row['projected_hours'], 1)} | {row['precision']}, graph {row['graph']}, {row['recurrence']} |"
+        )
     if result["timed"]:
         gpus = result["gpus_for_one_day"]
-        day = f"{gpus} GPUs finish them in {result['hours_on_those_gpus']:.1f} h" if gpus else f"the longest job alone takes {result['hours_on_those_gpus']:.1f} h"
+        day = (
+            f"{gpus} GPUs finish them in {result['hours_on_those_gpus']:.1f} h"
+            if gpus
+            else f"the longest job alone takes {result['hours_on_those_gpus']:.1f} h"
+        )
         lines += ["", f"In all: {result['gpu_hours']:.1f} GPU-hours for {len(result['systems'])} jobs; {day} (longest job first onto the least loaded GPU)."]
     return "\n".join(lines) + "\n"
 
@@ -373,9 +403,7 @@ def bench_translate(device: torch.device, *, model: Path, source: Path, steps: i
     }
 
 
-def bench_select(
-    device: torch.device, *, src: Path, tgt: Path, indomain_src: Path, indomain_tgt: Path, order: int, chunk_lines: int
-) -> dict[str, Any]:
+def bench_select(device: torch.device, *, src: Path, tgt: Path, indomain_src: Path, indomain_tgt: Path, order: int, chunk_lines: int) -> dict[str, Any]:
     """Time Axelrod scoring end to end (read, encode, four LMs, CED) over a tokenized pool, one core."""
     import numpy as np
 
@@ -412,14 +440,13 @@ def bench_select(
     }
 
 
-def benchmark(
-    what: str, measure: Callable[[torch.device], dict[str, Any]], *, device: str, gpu_lock_dir: Path | None, output: Path | None
-) -> dict[str, Any]:
+def benchmark(what: str, measure: Callable[[torch.device], dict[str, Any]], *, device: str, gpu_lock_dir: Path | None, output: Path | None) -> dict[str, Any]:
     """`rnnmt bench WHAT`: `measure` on the picked device, with what was measured and where; written to `output` too."""
     run_on = pick_device(device, gpu_lock_dir)
     result = measure(run_on)
-    result.update({"what": what, "device": str(run_on), "device_name": device_name(run_on), "threads": torch.get_num_threads(),
-                   "peak_memory_mb": _peak_memory_mb(run_on)})  # fmt: skip
+    result.update(
+        {"what": what, "device": str(run_on), "device_name": device_name(run_on), "threads": torch.get_num_threads(), "peak_memory_mb": _peak_memory_mb(run_on)}
+    )
     result["torch"] = torch.__version__
     if output:
         write_json(output, result)

@@ -143,8 +143,10 @@ def _check_references(config: dict[str, Any]) -> None:
                 raise UserError(f"config: every row of tables.{name} needs 'system' or 'label'.")
             # A table scores one pair's test set (tables.<name>.test), so every row must translate that pair.
             if "system" in row and declared_pair(config, row["system"]) != table["pair"]:
-                raise UserError(f"config: tables.{name} is on {table['pair']}, but its row '{row['system']}' translates "
-                                f"{declared_pair(config, row['system'])}; expected only {table['pair']} systems.")  # fmt: skip
+                raise UserError(
+                    f"config: tables.{name} is on {table['pair']}, but its row '{row['system']}' translates "
+                    f"{declared_pair(config, row['system'])}; expected only {table['pair']} systems."
+                )
 
 
 def read_yaml(path: Path) -> Any:
@@ -255,8 +257,10 @@ def table_test_set(config: dict[str, Any], name: str, test_sets: list[str]) -> s
     found = next((corpus for corpus in wanted if corpus in test_sets), None)
     if found is None:
         scale, pair = config["scale"], pair_at_scale(config, config["tables"][name]["pair"])
-        raise UserError(f"config: tables.{name}.test names {' or '.join(wanted)}, but the test sets of {pair} at scale '{scale}' "
-                        f"are {', '.join(test_sets)}; expected one of the table's among them (scales.{scale}.corpora.{pair}.test).")  # fmt: skip
+        raise UserError(
+            f"config: tables.{name}.test names {' or '.join(wanted)}, but the test sets of {pair} at scale '{scale}' "
+            f"are {', '.join(test_sets)}; expected one of the table's among them (scales.{scale}.corpora.{pair}.test)."
+        )
     return found
 
 
@@ -290,14 +294,20 @@ def resolve_system(config: dict[str, Any], name: str) -> dict[str, Any]:
     spec = recipe(config, system["recipe"])
     overrides = spec.get("overrides", {})
     if not any(s in overrides for s in chain):
-        raise UserError(f"config: recipe '{system['recipe']}' (of system '{name}') has no overrides for scale '{scale}'"
-                        f"{' or ' + ', '.join(chain[:-1]) if len(chain) > 1 else ''}; add recipes.{system['recipe']}.overrides.{scale}"
-                        f" ({{}} if the recipe's own settings are meant).")  # fmt: skip
+        raise UserError(
+            f"config: recipe '{system['recipe']}' (of system '{name}') has no overrides for scale '{scale}'"
+            f"{' or ' + ', '.join(chain[:-1]) if len(chain) > 1 else ''}; add recipes.{system['recipe']}.overrides.{scale}"
+            f" ({{}} if the recipe's own settings are meant)."
+        )
     stage_keys = ("model", "train", "decode", "heldout", "nounk")
-    layers = [{"decode": {"beam": evaluation["beam"], "normalize": evaluation["normalize"]}, "heldout": config["heldout"], "nounk": True},
-              {k: v for k, v in spec.items() if k in stage_keys}, *(overrides.get(s, {}) for s in chain),
-              {k: v for k, v in active_scale(config).items() if k in stage_keys},
-              {k: system[k] for k in stage_keys if k in system}, *(system["overrides"].get(s, {}) for s in chain)]  # fmt: skip
+    layers = [
+        {"decode": {"beam": evaluation["beam"], "normalize": evaluation["normalize"]}, "heldout": config["heldout"], "nounk": True},
+        {k: v for k, v in spec.items() if k in stage_keys},
+        *(overrides.get(s, {}) for s in chain),
+        {k: v for k, v in active_scale(config).items() if k in stage_keys},
+        {k: system[k] for k in stage_keys if k in system},
+        *(system["overrides"].get(s, {}) for s in chain),
+    ]
     resolved: dict[str, Any] = {"model": {}, "train": {}}
     for layer in layers:
         resolved = deep_merge(resolved, layer)
@@ -335,8 +345,13 @@ def training_settings(config: dict[str, Any], name: str, seed: int | None = None
     if missing:
         raise UserError(f"config: system '{name}' at scale '{config['scale']}' has no value for {', '.join(missing)}.")
     # Only what training reads: a new label, description or beam must not retrain the system.
-    return {"name": name, "pair": system_pair(config, name), "seed": reference_seed(config, name) if seed is None else seed,
-            "model": resolved["model"], "train": resolved["train"]}  # fmt: skip
+    return {
+        "name": name,
+        "pair": system_pair(config, name),
+        "seed": reference_seed(config, name) if seed is None else seed,
+        "model": resolved["model"],
+        "train": resolved["train"],
+    }
 
 
 def show_system(config: dict[str, Any], name: str) -> dict[str, Any]:
@@ -348,10 +363,20 @@ def show_system(config: dict[str, Any], name: str) -> dict[str, Any]:
         raise UserError(f"config: no system '{name}' (known: {', '.join(config['systems'])}).")
     training, settings = training_settings(config, name), resolve_system(config, name)
     decode = DecodeSettings.from_dict(settings["decode"], f"systems.{name}.decode")
-    return {"system": name, "scale": config["scale"], "runs at this scale": name in active_systems(config),
-            "recipe": config["systems"][name]["recipe"], "pair": training["pair"], "seed": training["seed"], "seeds": seeds(config, name),
-            "model": model_settings(training["model"]), "train": {**TRAIN_DEFAULTS, **training["train"]},
-            "decode": dataclasses.asdict(decode), "heldout": settings["heldout"], "nounk": settings["nounk"]}  # fmt: skip
+    return {
+        "system": name,
+        "scale": config["scale"],
+        "runs at this scale": name in active_systems(config),
+        "recipe": config["systems"][name]["recipe"],
+        "pair": training["pair"],
+        "seed": training["seed"],
+        "seeds": seeds(config, name),
+        "model": model_settings(training["model"]),
+        "train": {**TRAIN_DEFAULTS, **training["train"]},
+        "decode": dataclasses.asdict(decode),
+        "heldout": settings["heldout"],
+        "nounk": settings["nounk"],
+    }
 
 
 def check_axelrod(selection: dict[str, Any], pair: str, splits: dict[str, list[str]]) -> None:
@@ -379,7 +404,23 @@ def check_claims(config: dict[str, Any]) -> None:
 
 REQUIRED_MODEL = {
     "gru": ("encoder", "attention", "emb", "hidden", "align_hidden", "maxout", "init"),
-    "lstm": ("encoder", "attention", "score", "emb", "hidden", "layers", "dropout", "bias", "state_clip", "feed_input",
-             "window", "max_positions", "source_eos", "reverse_source", "init", "init_range"),
-}  # fmt: skip
+    "lstm": (
+        "encoder",
+        "attention",
+        "score",
+        "emb",
+        "hidden",
+        "layers",
+        "dropout",
+        "bias",
+        "state_clip",
+        "feed_input",
+        "window",
+        "max_positions",
+        "source_eos",
+        "reverse_source",
+        "init",
+        "init_range",
+    ),
+}
 REQUIRED_TRAIN = ("optimizer", "loss", "clip_norm", "batch_size", "valid_every", "log_every", "checkpoint_every")

@@ -144,7 +144,9 @@ def _open_lock(dir_fd: int, directory: Path, name: str) -> int:
             fd = os.open(path.name, os.O_RDONLY | _OPEN, dir_fd=dir_fd)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise UserError(f"GPU lock file {path} is a symbolic link; rnnmt never follows one there (it could make rnnmt write into another file). Remove it, or set --gpu-lock-dir.") from None
+                raise UserError(
+                    f"GPU lock file {path} is a symbolic link; rnnmt never follows one there (it could make rnnmt write into another file). Remove it, or set --gpu-lock-dir."
+                ) from None
             raise _unusable(directory, exc.strerror) from None
         break
     st = os.fstat(fd)
@@ -190,14 +192,7 @@ def _open_all(names: list[str], candidates: list[int], directory: Path) -> dict[
     return opened
 
 
-def claim(
-    names: list[str],
-    directory: Path,
-    wanted: int | None = None,
-    poll_s: float = 10.0,
-    report_every_s: float = 300.0,
-    log=print,
-) -> Claim:
+def claim(names: list[str], directory: Path, wanted: int | None = None, poll_s: float = 10.0, report_every_s: float = 300.0, log=print) -> Claim:
     """Lock the first free GPU of `names` (or only index `wanted`), waiting while all are taken."""
     candidates = [wanted] if wanted is not None else list(range(len(names)))
     handles = _open_all(names, candidates, directory)

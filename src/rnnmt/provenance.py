@@ -15,6 +15,7 @@ from rnnmt.fileio import write_json
 
 def git_revision(where: Path) -> dict[str, Any]:
     """HEAD and whether the work tree has uncommitted changes (None outside a git checkout)."""
+
     def git(*args: str) -> str | None:
         try:
             return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True, check=True).stdout.strip()

@@ -8,10 +8,10 @@ if PLAN.demo:
         output:
             INPUTS.demo_corpus_outputs(),
             report=paths.raw_report("en-fr"),
-        params:
-            flags=INPUTS.demo_corpus_flags,
         log:
             paths.log("generate_demo_corpus", "en-fr"),
+        params:
+            flags=INPUTS.demo_corpus_flags,
         shell:
             "rnnmt demo-corpus {params.flags} > {log} 2>&1"
 
@@ -25,12 +25,12 @@ else:
         output:
             archive=paths.archive(),
             record=paths.archive("{file}.json"),
-        params:
-            flags=INPUTS.download_flags,
         log:
             paths.log("download", "{file}"),
         benchmark:
             paths.benchmark("download", "{file}")
+        params:
+            flags=INPUTS.download_flags,
         shell:
             "rnnmt download {params.flags} --output {output.archive} --report {output.record} > {log} 2>&1"
 
@@ -40,12 +40,12 @@ else:
         output:
             # Only an intermediate copy: the raw corpus below is what later stages read.
             temp(paths.extracted()),
-        wildcard_constraints:
-            member=r"[^=]+",
         log:
             paths.log("extract", "{archive}/{member}"),
         benchmark:
             paths.benchmark("extract", "{archive}/{member}")
+        wildcard_constraints:
+            member=r"[^=]+",
         shell:
             "rnnmt extract --archive {input} --member {wildcards.member}={output} > {log} 2>&1"
 
@@ -56,12 +56,12 @@ else:
             src=paths.raw("{src}-{tgt}", "{corpus}", "{src}"),
             tgt=paths.raw("{src}-{tgt}", "{corpus}", "{tgt}"),
             report=paths.raw("{src}-{tgt}", "{corpus}", "json"),
-        params:
-            flags=INPUTS.raw_corpus_flags,
         log:
             paths.log("assemble_raw", "{src}-{tgt}.{corpus}"),
         benchmark:
             paths.benchmark("assemble_raw", "{src}-{tgt}.{corpus}")
+        params:
+            flags=INPUTS.raw_corpus_flags,
         shell:
             "rnnmt raw-corpus --name {wildcards.corpus} --src {input.src} --tgt {input.tgt} {params.flags} "
             "--out-src {output.src} --out-tgt {output.tgt} --report {output.report} > {log} 2>&1"
@@ -87,5 +87,4 @@ rule assemble_corpus:
     log:
         paths.log("assemble_corpus", "{src}-{tgt}.{split}"),
     shell:
-        "rnnmt assemble --src {input.src} --tgt {input.tgt} --out-src {output.src} --out-tgt {output.tgt} "
-        "--report {output.report} > {log} 2>&1"
+        "rnnmt assemble --src {input.src} --tgt {input.tgt} --out-src {output.src} --out-tgt {output.tgt} " "--report {output.report} > {log} 2>&1"

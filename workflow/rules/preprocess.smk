@@ -6,13 +6,13 @@ rule tokenize:
         paths.corpus(),
     output:
         paths.tok(),
-    params:
-        flags=INPUTS.tokenizer_flags,
-    threads: all_cores
     log:
         paths.log("tokenize", "{pair}.{split}.{lang}"),
     benchmark:
         paths.benchmark("tokenize", "{pair}.{split}.{lang}")
+    threads: all_cores
+    params:
+        flags=INPUTS.tokenizer_flags,
     shell:
         "rnnmt tokenize --lang {wildcards.lang} --input {input} --output {output} {params.flags} --threads {threads} > {log} 2>&1"
 
@@ -22,10 +22,10 @@ rule learn_bpe:
         paths.selected("{pair}", "train.{lang}"),
     output:
         paths.bpe_codes(),
-    params:
-        merges=SCALE["vocab"]["bpe_merges"],
     log:
         paths.log("learn_bpe", "{pair}.{lang}"),
+    params:
+        merges=SCALE["vocab"]["bpe_merges"],
     shell:
         "rnnmt learn-bpe --input {input} --merges {params.merges} --output {output} > {log} 2>&1"
 
@@ -36,10 +36,10 @@ rule build_vocab:
         codes=INPUTS.vocab_codes,
     output:
         paths.vocab(),
-    params:
-        flags=INPUTS.vocab_flags,
     log:
         paths.log("build_vocab", "{pair}.{lang}"),
+    params:
+        flags=INPUTS.vocab_flags,
     shell:
         "rnnmt vocab --input {input.text} {params.flags} --output {output} > {log} 2>&1"
 
@@ -49,12 +49,12 @@ rule binarize:
         unpack(INPUTS.binarize),
     output:
         paths.binarized("{src}-{tgt}", "{part}"),
+    log:
+        paths.log("binarize", "{src}-{tgt}.{part}"),
     wildcard_constraints:
         part="train|dev|test",
     params:
         bpe=INPUTS.bpe_flags,
-    log:
-        paths.log("binarize", "{src}-{tgt}.{part}"),
     shell:
         "rnnmt binarize --src {input.src} --tgt {input.tgt} --src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} "
         "{params.bpe} --output {output} > {log} 2>&1"

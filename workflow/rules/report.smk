@@ -57,10 +57,10 @@ rule figure_length:
         REPORTS.length_curve_inputs,
     output:
         report(paths.figure("bahdanau2014_fig2"), caption="../report/bahdanau2014_fig2.rst", category="2. Figures"),
-    params:
-        flags=REPORTS.length_curve_flags,
     log:
         paths.log("report", "figure_length"),
+    params:
+        flags=REPORTS.length_curve_flags,
     shell:
         "rnnmt plot-length {params.flags:q} --title 'BLEU vs sentence length (full test set)' --output {output} > {log} 2>&1"
 
@@ -70,16 +70,16 @@ rule alignments:
         unpack(INPUTS.alignments),
     output:
         paths.alignments(),
-    params:
-        flags=INPUTS.alignment_flags,
-    threads: 1
-    # Profiles give it a GPU as they do translation: it decodes with the system's beam.
-    resources:
-        gpu=0,
     log:
         paths.log("alignments", "{system}"),
     benchmark:
         paths.benchmark("alignments", "{system}")
+    threads: 1
+    # Profiles give it a GPU as they do translation: it decodes with the system's beam.
+    resources:
+        gpu=0,
+    params:
+        flags=INPUTS.alignment_flags,
     shell:
         "rnnmt align --model {input.model} --decode {input.decode} --test-src {input.src} --nounk-ids {input.ids} "
         "{params.flags} --threads {threads} --output {output} > {log} 2>&1"
@@ -90,10 +90,10 @@ rule figure_alignments:
         REPORTS.heatmap_input,
     output:
         report(paths.figure("bahdanau2014_fig3"), caption="../report/bahdanau2014_fig3.rst", category="2. Figures"),
-    params:
-        title=REPORTS.heatmap_title,
     log:
         paths.log("report", "figure_alignments"),
+    params:
+        title=REPORTS.heatmap_title,
     shell:
         "rnnmt plot-alignments --input {input} --title {params.title:q} --output {output} > {log} 2>&1"
 
@@ -103,10 +103,10 @@ rule figure_length_groups:
         REPORTS.length_group_inputs,
     output:
         report(paths.figure("luong2015_fig6"), caption="../report/luong2015_fig6.rst", category="2. Figures"),
-    params:
-        flags=REPORTS.length_group_flags,
     log:
         paths.log("report", "figure_length_groups"),
+    params:
+        flags=REPORTS.length_group_flags,
     shell:
         "rnnmt plot-length --field length_groups {params.flags:q} "
         "--title 'BLEU by sentence length (groups sorted by reference length)' --output {output} > {log} 2>&1"
@@ -117,10 +117,10 @@ rule figure_learning:
         REPORTS.learning_curve_inputs,
     output:
         report(paths.figure("luong2015_fig5"), caption="../report/luong2015_fig5.rst", category="2. Figures"),
-    params:
-        flags=REPORTS.learning_curve_flags,
     log:
         paths.log("report", "figure_learning"),
+    params:
+        flags=REPORTS.learning_curve_flags,
     shell:
         "rnnmt plot-learning {params.flags:q} --title 'Learning curves' --output {output} > {log} 2>&1"
 
@@ -130,13 +130,12 @@ rule figure_alignments_compared:
         REPORTS.compared_alignment_inputs,
     output:
         report(paths.figure("luong2015_fig7"), caption="../report/luong2015_fig7.rst", category="2. Figures"),
-    params:
-        flags=REPORTS.compared_alignment_flags,
     log:
         paths.log("report", "figure_alignments_compared"),
+    params:
+        flags=REPORTS.compared_alignment_flags,
     shell:
-        "rnnmt plot-alignments --input {input} {params.flags:q} "
-        "--title 'The same sentence aligned by each attention model' --output {output} > {log} 2>&1"
+        "rnnmt plot-alignments --input {input} {params.flags:q} " "--title 'The same sentence aligned by each attention model' --output {output} > {log} 2>&1"
 
 
 rule provenance:

@@ -9,10 +9,10 @@ rule selection_vocab:
         paths.tok("{pair}", "indomain", "{lang}"),
     output:
         paths.selection("{pair}", "vocab.{lang}.txt"),
-    params:
-        min_count=SELECTION["vocab_min_count"],
     log:
         paths.log("selection", "{pair}.vocab.{lang}"),
+    params:
+        min_count=SELECTION["vocab_min_count"],
     shell:
         "rnnmt select-vocab --input {input} --min-count {params.min_count} --output {output} > {log} 2>&1"
 
@@ -26,10 +26,10 @@ rule selection_sample:
         src=paths.selection("{src}-{tgt}", "ood.{src}"),
         tgt=paths.selection("{src}-{tgt}", "ood.{tgt}"),
         report=paths.selection("{src}-{tgt}", "ood.json"),
-    params:
-        seed=SELECTION["seed"],
     log:
         paths.log("selection", "{src}-{tgt}.sample"),
+    params:
+        seed=SELECTION["seed"],
     shell:
         "rnnmt select-sample --src {input.src} --tgt {input.tgt} --indomain-tgt {input.indomain} --seed {params.seed} "
         "--out-src {output.src} --out-tgt {output.tgt} --report {output.report} > {log} 2>&1"
@@ -41,12 +41,12 @@ rule selection_lm:
         vocab=paths.selection("{pair}", "vocab.{lang}.txt"),
     output:
         paths.selection("{pair}", "lm.{domain}.{lang}.npz"),
+    log:
+        paths.log("selection", "{pair}.lm.{domain}.{lang}"),
     wildcard_constraints:
         domain="in|out",
     params:
         order=SELECTION["order"],
-    log:
-        paths.log("selection", "{pair}.lm.{domain}.{lang}"),
     shell:
         "rnnmt select-lm --input {input.text} --vocab {input.vocab} --order {params.order} --output {output} > {log} 2>&1"
 
@@ -57,10 +57,10 @@ rule selection_index:
         tgt=paths.tok("{src}-{tgt}", "pool", "{tgt}"),
     output:
         paths.selection("{src}-{tgt}", "index.json"),
-    params:
-        shards=SELECTION["shards"],
     log:
         paths.log("selection", "{src}-{tgt}.index"),
+    params:
+        shards=SELECTION["shards"],
     shell:
         "rnnmt select-index --src {input.src} --tgt {input.tgt} --shards {params.shards} --output {output} > {log} 2>&1"
 
@@ -70,15 +70,15 @@ rule selection_score:
         unpack(INPUTS.selection_score),
     output:
         paths.selection("{src}-{tgt}", "scores/{shard}.npz"),
-    wildcard_constraints:
-        shard=r"\d+",
-    params:
-        chunk=SELECTION["chunk_lines"],
-    threads: 1
     log:
         paths.log("selection", "{src}-{tgt}.score.{shard}"),
     benchmark:
         paths.benchmark("selection", "{src}-{tgt}.score.{shard}")
+    wildcard_constraints:
+        shard=r"\d+",
+    threads: 1
+    params:
+        chunk=SELECTION["chunk_lines"],
     shell:
         "rnnmt select-score --src {input.src} --tgt {input.tgt} --index {input.index} --shard {wildcards.shard} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} --lm-in-src {input.lm_in_src} "
@@ -93,13 +93,12 @@ rule selection_rank:
     output:
         ids=paths.selection("{src}-{tgt}", "selected.npy"),
         report=paths.selection("{src}-{tgt}", "rank.json"),
-    params:
-        flags=INPUTS.selection_cut_flags,
     log:
         paths.log("selection", "{src}-{tgt}.rank"),
+    params:
+        flags=INPUTS.selection_cut_flags,
     shell:
-        "rnnmt select-rank --scores {input.scores} --pool-report {input.pool} {params.flags} "
-        "--output {output.ids} --report {output.report} > {log} 2>&1"
+        "rnnmt select-rank --scores {input.scores} --pool-report {input.pool} {params.flags} " "--output {output.ids} --report {output.report} > {log} 2>&1"
 
 
 rule select_data:
@@ -109,10 +108,10 @@ rule select_data:
         src=paths.selected("{src}-{tgt}", "train.{src}"),
         tgt=paths.selected("{src}-{tgt}", "train.{tgt}"),
         report=paths.selected("{src}-{tgt}", "report.json"),
-    params:
-        flags=INPUTS.select_flags,
     log:
         paths.log("select_data", "{src}-{tgt}"),
+    params:
+        flags=INPUTS.select_flags,
     shell:
         "rnnmt select {params.flags} --src {input.src} --tgt {input.tgt} "
         "--test-src {input.test_src} --test-tgt {input.test_tgt} --out-src {output.src} --out-tgt {output.tgt} "

@@ -11,12 +11,12 @@ localrules:
 rule settings:
     output:
         paths.settings(),
+    log:
+        paths.log("settings", "{name}"),
     wildcard_constraints:
         name=one_of(REPORTS.settings_names()),
     params:
         content=REPORTS.settings,
-    log:
-        paths.log("settings", "{name}"),
     run:
         write_json(output[0], params.content)
         Path(log[0]).write_text(f"wrote {output[0]}\n")
@@ -28,19 +28,19 @@ rule train:
     output:
         model=paths.model(),
         meta=paths.model(name="meta.json"),
-    params:
-        flags=INPUTS.train_flags,
-        out_dir=paths.model(name=""),
+    log:
+        paths.log("train", "{system}"),
+    benchmark:
+        paths.benchmark("train", "{system}")
     # Start every training before any translation, so that no core idles at the end of the run.
     priority: 10
     threads: 1
     # GPUs of one training job (profiles set it); more than one trains data-parallel, one process per GPU.
     resources:
         gpu=0,
-    log:
-        paths.log("train", "{system}"),
-    benchmark:
-        paths.benchmark("train", "{system}")
+    params:
+        flags=INPUTS.train_flags,
+        out_dir=paths.model(name=""),
     shell:
         "rnnmt train --system {input.system} --train {input.train} {params.flags} "
         "--src-vocab {input.src_vocab} --tgt-vocab {input.tgt_vocab} "

@@ -83,22 +83,35 @@ def add_device_arguments(p: argparse.ArgumentParser) -> None:
 # then come from --decode FILE, else from DecodeSettings, so that its defaults are written once.
 def add_beam_arguments(p: argparse.ArgumentParser) -> None:
     """Beam-search settings: GroundHog's by default, Luong's with --constant-beam --max-ratio 1.5 --stack 100."""
-    p.add_argument("--decode", type=Path, metavar="FILE",
-                   help=f"decoding settings: a JSON object with any of {', '.join(DECODE_FIELDS)}; the flags below override its values")  # fmt: skip
+    p.add_argument(
+        "--decode",
+        type=Path,
+        metavar="FILE",
+        help=f"decoding settings: a JSON object with any of {', '.join(DECODE_FIELDS)}; the flags below override its values",
+    )
     p.add_argument("--beam", type=positive, help=f"beam width (default {DEFAULT.beam})")
     p.add_argument("--normalize", action="store_true", default=None, help="rank by log-probability per word")
-    p.add_argument("--constant-beam", dest="shrink", action="store_false", default=None,
-                   help="keep the beam width as hypotheses finish (Luong) instead of shrinking it (GroundHog)")  # fmt: skip
-    p.add_argument("--min-ratio", type=float,
-                   help=f"EOS only after this many words per source word, its EOS counted (|x| = n + 1; default {DEFAULT.min_ratio})")  # fmt: skip
+    p.add_argument(
+        "--constant-beam",
+        dest="shrink",
+        action="store_false",
+        default=None,
+        help="keep the beam width as hypotheses finish (Luong) instead of shrinking it (GroundHog)",
+    )
+    p.add_argument(
+        "--min-ratio", type=float, help=f"EOS only after this many words per source word, its EOS counted (|x| = n + 1; default {DEFAULT.min_ratio})"
+    )
     p.add_argument("--max-ratio", type=ratio, help=f"at most this many steps per source word, its EOS counted (default {DEFAULT.max_ratio})")
     p.add_argument("--stack", type=positive, help="--constant-beam: stop after this many finished hypotheses (default: beam)")
 
 
 def add_ensemble_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--ensemble-average", dest="ensemble", choices=ENSEMBLE_AVERAGES,
-                   help="several models: average their softmax inputs (logits, as nmt.matlab) or their log-probabilities "
-                        f"(default {DEFAULT.ensemble})")  # fmt: skip
+    p.add_argument(
+        "--ensemble-average",
+        dest="ensemble",
+        choices=ENSEMBLE_AVERAGES,
+        help=f"several models: average their softmax inputs (logits, as nmt.matlab) or their log-probabilities (default {DEFAULT.ensemble})",
+    )
 
 
 def decode_settings(a: argparse.Namespace) -> DecodeSettings:

@@ -23,8 +23,11 @@ NEEDS = {
 
 
 def args_bench(p: argparse.ArgumentParser) -> None:
-    p.add_argument("what", choices=["train", "paper", "translate", "select"],
-                   help="paper: every system of --scale at its paper shape, one table (on a CPU: the kernels a GPU update launches)")
+    p.add_argument(
+        "what",
+        choices=["train", "paper", "translate", "select"],
+        help="paper: every system of --scale at its paper shape, one table (on a CPU: the kernels a GPU update launches)",
+    )
     p.add_argument("--system", type=Path, help="train: resolved system config (JSON)")
     p.add_argument("--paper-shape", metavar="SYSTEM", help="train: SYSTEM of --config at the paper scale's sizes, on random batches (no data needed)")
     p.add_argument("--config", type=Path, default=Path("config.yaml"), help="train --paper-shape, paper: the workflow config (default ./config.yaml)")
@@ -34,8 +37,11 @@ def args_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--recurrence", choices=DEVICE_CHOICES["recurrence"], help="train: override the system's train.recurrence")
     p.add_argument("--sync", choices=DEVICE_CHOICES["sync"], help="train: override the system's train.sync")
     p.add_argument("--graph", choices=DEVICE_CHOICES["graph"], help="train: override the system's train.graph")
-    p.add_argument("--settings-for", choices=["cuda"],
-                   help="train: resolve the auto settings as on this device (on a CPU: a GPU's update, uncaptured, whose kernels it counts)")
+    p.add_argument(
+        "--settings-for",
+        choices=["cuda"],
+        help="train: resolve the auto settings as on this device (on a CPU: a GPU's update, uncaptured, whose kernels it counts)",
+    )
     p.add_argument("--data", type=Path, help="train: binarized training data")
     p.add_argument("--src-vocab", type=Path, help="train: source vocabulary")
     p.add_argument("--tgt-vocab", type=Path, help="train: target vocabulary")
@@ -70,12 +76,21 @@ def measurement(a: argparse.Namespace) -> Callable[[Any], dict[str, Any]]:
     if a.what == "paper":
         return partial(bench.bench_paper, config=a.config, scale=a.scale, steps=a.steps, overrides=overrides, systems=a.only, keep=a.output)
     if a.what == "train":
-        return partial(bench.bench_train, steps=a.steps, paper_shape=a.paper_shape, config=a.config, system_path=a.system, data_path=a.data,
-                       src_vocab=a.src_vocab, tgt_vocab=a.tgt_vocab, overrides=overrides, settings_for=a.settings_for)  # fmt: skip
+        return partial(
+            bench.bench_train,
+            steps=a.steps,
+            paper_shape=a.paper_shape,
+            config=a.config,
+            system_path=a.system,
+            data_path=a.data,
+            src_vocab=a.src_vocab,
+            tgt_vocab=a.tgt_vocab,
+            overrides=overrides,
+            settings_for=a.settings_for,
+        )
     if a.what == "translate":
         return partial(bench.bench_translate, model=a.model, source=a.input, steps=a.steps, batch_size=a.batch_size, settings=decode_settings(a))
-    return partial(bench.bench_select, src=a.src, tgt=a.tgt, indomain_src=a.indomain_src, indomain_tgt=a.indomain_tgt, order=a.order,
-                   chunk_lines=a.chunk_lines)  # fmt: skip
+    return partial(bench.bench_select, src=a.src, tgt=a.tgt, indomain_src=a.indomain_src, indomain_tgt=a.indomain_tgt, order=a.order, chunk_lines=a.chunk_lines)
 
 
 def run_bench(a: argparse.Namespace) -> None:

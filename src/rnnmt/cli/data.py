@@ -24,8 +24,14 @@ def demo_corpus_arg(text: str) -> tuple[str, object]:
 def args_demo_corpus(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out-dir", type=Path, required=True)
     p.add_argument("--seed", type=seed, required=True)
-    p.add_argument("--corpus", type=demo_corpus_arg, action="append", required=True, metavar="NAME:PAIRS:ROLE:DOMAIN",
-                   help="a corpus to write (repeatable): role train or eval (dev/test), domain news or pool")  # fmt: skip
+    p.add_argument(
+        "--corpus",
+        type=demo_corpus_arg,
+        action="append",
+        required=True,
+        metavar="NAME:PAIRS:ROLE:DOMAIN",
+        help="a corpus to write (repeatable): role train or eval (dev/test), domain news or pool",
+    )
 
 
 def run_demo_corpus(a: argparse.Namespace) -> None:
@@ -123,9 +129,7 @@ def run_raw_corpus(a: argparse.Namespace) -> None:
     from rnnmt.data.corpus import assemble_raw
     from rnnmt.fileio import write_json
 
-    r = assemble_raw(
-        a.src, a.tgt, a.out_src, a.out_tgt, name=a.name, heldout=a.heldout, fmt=a.format, expected_lines=a.expected_lines
-    )
+    r = assemble_raw(a.src, a.tgt, a.out_src, a.out_tgt, name=a.name, heldout=a.heldout, fmt=a.format, expected_lines=a.expected_lines)
     write_json(a.report, r)
     repaired = r["repaired_utf8"]
     print(

@@ -7,16 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from rnnmt.cli.arguments import (
-    Command,
-    add_beam_arguments,
-    add_device_arguments,
-    add_ensemble_argument,
-    add_vocab_arguments,
-    decode_settings,
-    positive,
-    seed,
-)
+from rnnmt.cli.arguments import Command, add_beam_arguments, add_device_arguments, add_ensemble_argument, add_vocab_arguments, decode_settings, positive, seed
 from rnnmt.errors import UserError
 
 
@@ -40,10 +31,20 @@ def run_translate(a: argparse.Namespace) -> None:
     from rnnmt.decode.translate import translate_file
 
     translate_file(
-        a.model, decode_settings(a), source=a.input, output=a.output, lines=a.lines, raw=a.raw, forbid_unk=a.no_unk,
-        unk_replace=a.unk_replace, unk_dict=a.unk_dict, align_output=a.align_output, batch_size=a.batch_size, device=a.device,
+        a.model,
+        decode_settings(a),
+        source=a.input,
+        output=a.output,
+        lines=a.lines,
+        raw=a.raw,
+        forbid_unk=a.no_unk,
+        unk_replace=a.unk_replace,
+        unk_dict=a.unk_dict,
+        align_output=a.align_output,
+        batch_size=a.batch_size,
+        device=a.device,
         gpu_lock_dir=a.gpu_lock_dir,
-    )  # fmt: skip
+    )
 
 
 def args_replace_unk(p: argparse.ArgumentParser) -> None:
@@ -97,9 +98,19 @@ def run_align(a: argparse.Namespace) -> None:
     from rnnmt.evaluate.alignments import align_samples
 
     align_samples(
-        a.model, a.test_src, a.nounk_ids, a.output, fixed=a.fixed, samples=a.random, min_length=a.min_length, max_length=a.max_length,
-        seed=a.seed, settings=decode_settings(a), device=a.device, gpu_lock_dir=a.gpu_lock_dir,
-    )  # fmt: skip
+        a.model,
+        a.test_src,
+        a.nounk_ids,
+        a.output,
+        fixed=a.fixed,
+        samples=a.random,
+        min_length=a.min_length,
+        max_length=a.max_length,
+        seed=a.seed,
+        settings=decode_settings(a),
+        device=a.device,
+        gpu_lock_dir=a.gpu_lock_dir,
+    )
 
 
 COMMANDS = [

@@ -31,10 +31,20 @@ def run_score(a: argparse.Namespace) -> None:
     from rnnmt.fileio import write_json
 
     scores = score_system(
-        hyps_all=a.hyps, refs_tok=a.refs_tok, refs_raw=a.refs_raw, src_tok=a.src_tok, lang=a.lang, hyps_nounk=a.hyps_nounk,
-        nounk_ids=a.nounk_ids, window=a.window, max_x=a.max_length, threshold=a.threshold, length_by=a.length_by,
-        group_size=a.group_size, rejoin=a.rejoin_hyphens,
-    )  # fmt: skip
+        hyps_all=a.hyps,
+        refs_tok=a.refs_tok,
+        refs_raw=a.refs_raw,
+        src_tok=a.src_tok,
+        lang=a.lang,
+        hyps_nounk=a.hyps_nounk,
+        nounk_ids=a.nounk_ids,
+        window=a.window,
+        max_x=a.max_length,
+        threshold=a.threshold,
+        length_by=a.length_by,
+        group_size=a.group_size,
+        rejoin=a.rejoin_hyphens,
+    )
     write_json(a.output, scores)
     nounk = "n/a" if scores["bleu_nounk"] is None else f"{scores['bleu_nounk']:.2f}"
     print(f"BLEU all {scores['bleu_all']:.2f}, No-UNK {nounk}", file=sys.stderr)
@@ -81,10 +91,20 @@ def run_coverage(a: argparse.Namespace) -> None:
 
 
 def args_plot_length(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--curve", type=key_value, action="append", required=True, metavar="LABEL=SCORES_JSON",
-                   help="repeatable; a label given several times (one file per seed) is drawn as their mean with a min-max band")
-    p.add_argument("--field", choices=["length_curve", "length_groups"], default="length_curve",
-                   help="Bahdanau's sliding window (Figure 2) or Luong's groups by reference length (Figure 6)")  # fmt: skip
+    p.add_argument(
+        "--curve",
+        type=key_value,
+        action="append",
+        required=True,
+        metavar="LABEL=SCORES_JSON",
+        help="repeatable; a label given several times (one file per seed) is drawn as their mean with a min-max band",
+    )
+    p.add_argument(
+        "--field",
+        choices=["length_curve", "length_groups"],
+        default="length_curve",
+        help="Bahdanau's sliding window (Figure 2) or Luong's groups by reference length (Figure 6)",
+    )
     p.add_argument("--title", required=True)
     p.add_argument("--xlabel", default="Sentence length (source tokens)")
     p.add_argument("--banner")
@@ -147,9 +167,12 @@ COMMANDS = [
     Command("claims", "paired-bootstrap 95% intervals for the BLEU differences the papers' claims rest on", args_claims, run_claims),
     Command("coverage", "the list of the papers' tables and figures, and which this run regenerates", args_coverage, run_coverage),
     Command("plot-length", "BLEU against sentence length (Bahdanau Figure 2, Luong Figure 6)", args_plot_length, run_plot_length),
-    Command("plot-learning", "held-out cost per word against updates, from meta.json histories (Luong Figure 5)", args_plot_learning,
-            run_plot_learning),  # fmt: skip
-    Command("plot-alignments", "alignment heat maps: one model's samples (Bahdanau Figure 3) or one sentence by several (Luong Figure 7)",
-            args_plot_alignments, run_plot_alignments),  # fmt: skip
+    Command("plot-learning", "held-out cost per word against updates, from meta.json histories (Luong Figure 5)", args_plot_learning, run_plot_learning),
+    Command(
+        "plot-alignments",
+        "alignment heat maps: one model's samples (Bahdanau Figure 3) or one sentence by several (Luong Figure 7)",
+        args_plot_alignments,
+        run_plot_alignments,
+    ),
     Command("provenance", "record config, installed packages against the lock, git revision and hardware", args_provenance, run_provenance),
 ]

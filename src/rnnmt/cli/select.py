@@ -104,8 +104,12 @@ def args_select_rank(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-words", type=positive, help="global: budget of tokenized target words")
     p.add_argument("--fraction", type=float, help="global without --target-words: fraction of the pool's target words")
     p.add_argument("--keep", type=key_value, action="append", default=[], metavar="CORPUS=FRACTION", help="per_corpus")
-    p.add_argument("--normalise", choices=["words_plus_eos", "words"], default="words_plus_eos",
-                   help="cross-entropy per word with </s> counted (SRILM, XenC v1) or without (Moses MML)")  # fmt: skip
+    p.add_argument(
+        "--normalise",
+        choices=["words_plus_eos", "words"],
+        default="words_plus_eos",
+        help="cross-entropy per word with </s> counted (SRILM, XenC v1) or without (Moses MML)",
+    )
     p.add_argument("--output", type=Path, required=True, help="selected pool ids (.npy)")
     p.add_argument("--report", type=Path, required=True)
 
@@ -115,16 +119,24 @@ def run_select_rank(a: argparse.Namespace) -> None:
     from rnnmt.select.axelrod import rank_and_cut
 
     report = rank_and_cut(
-        a.scores, a.pool_report, a.corpora, a.output, cut=a.cut, target_words=a.target_words, fraction=a.fraction,
-        fractions={name: float(value) for name, value in a.keep}, normalise=a.normalise,
-    )  # fmt: skip
+        a.scores,
+        a.pool_report,
+        a.corpora,
+        a.output,
+        cut=a.cut,
+        target_words=a.target_words,
+        fraction=a.fraction,
+        fractions={name: float(value) for name, value in a.keep},
+        normalise=a.normalise,
+    )
     write_json(a.report, report)
     print(json.dumps(report["total"], indent=2))
 
 
 def args_select(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--method", choices=["none", "lium", "axelrod"], required=True,
-                   help="none: keep all; lium: the pool is LIUM's selection; axelrod: keep --ids")  # fmt: skip
+    p.add_argument(
+        "--method", choices=["none", "lium", "axelrod"], required=True, help="none: keep all; lium: the pool is LIUM's selection; axelrod: keep --ids"
+    )
     p.add_argument("--src", type=Path, required=True, help="tokenized pool, source side")
     p.add_argument("--tgt", type=Path, required=True)
     p.add_argument("--ids", type=Path, help="axelrod: selected pool ids (select-rank)")
@@ -150,10 +162,10 @@ def run_select(a: argparse.Namespace) -> None:
 
 
 COMMANDS = [
-    Command("select-vocab", "Axelrod selection: the closed LM vocabulary of one language, from the in-domain text", args_select_vocab,
-            run_select_vocab),  # fmt: skip
-    Command("select-sample", "Axelrod selection: a seeded random pool sample of the in-domain size (out-of-domain LM text)", args_select_sample,
-            run_select_sample),  # fmt: skip
+    Command("select-vocab", "Axelrod selection: the closed LM vocabulary of one language, from the in-domain text", args_select_vocab, run_select_vocab),
+    Command(
+        "select-sample", "Axelrod selection: a seeded random pool sample of the in-domain size (out-of-domain LM text)", args_select_sample, run_select_sample
+    ),
     Command("select-lm", "Axelrod selection: estimate an interpolated modified Kneser-Ney LM (numpy)", args_select_lm, run_select_lm),
     Command("select-index", "Axelrod selection: byte offsets of equal-line shards of the pool", args_select_index, run_select_index),
     Command("select-score", "Axelrod selection: cross-entropy components of one shard of the pool", args_select_score, run_select_score),

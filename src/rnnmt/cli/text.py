@@ -23,9 +23,8 @@ def run_tokenize(a: argparse.Namespace) -> None:
     from rnnmt.text.tokenize import tokenize_file
 
     n = tokenize_file(
-        a.input, a.output, a.lang, escape=not a.no_escape, aggressive_dash_splits=a.aggressive_dash_splits, processes=a.threads,
-        pretokenized=a.pretokenized,
-    )  # fmt: skip
+        a.input, a.output, a.lang, escape=not a.no_escape, aggressive_dash_splits=a.aggressive_dash_splits, processes=a.threads, pretokenized=a.pretokenized
+    )
     verb = "copied already tokenized" if a.pretokenized else "tokenized"
     print(f"{verb} {n} lines of {a.input} -> {a.output}", file=sys.stderr)
 

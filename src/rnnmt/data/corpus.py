@@ -39,9 +39,7 @@ def count_lines(path: Path, chunk: int = 1 << 20) -> int:
 
 def mismatch_error(src: Path, tgt: Path, n_src: int, n_tgt: int) -> UserError:
     """The error for parallel files with different line counts."""
-    return UserError(
-        f"{src} has {n_src} lines but {tgt} has {n_tgt} lines; parallel files must have the same number of lines."
-    )
+    return UserError(f"{src} has {n_src} lines but {tgt} has {n_tgt} lines; parallel files must have the same number of lines.")
 
 
 def check_parallel(src: Path, tgt: Path) -> int:
@@ -73,13 +71,7 @@ def _copy_pair(src: Path, tgt: Path, out_src, out_tgt) -> dict:
         out_src.write(s + "\n")
         out_tgt.write(t + "\n")
         pairs_out += 1
-    return {
-        "src": str(src),
-        "tgt": str(tgt),
-        "pairs_in": pairs_in,
-        "pairs_out": pairs_out,
-        "dropped_empty": pairs_in - pairs_out,
-    }
+    return {"src": str(src), "tgt": str(tgt), "pairs_in": pairs_in, "pairs_out": pairs_out, "dropped_empty": pairs_in - pairs_out}
 
 
 def assemble(src_paths: Sequence[Path], tgt_paths: Sequence[Path], out_src: Path, out_tgt: Path) -> dict:
@@ -89,10 +81,7 @@ def assemble(src_paths: Sequence[Path], tgt_paths: Sequence[Path], out_src: Path
     when the whole job succeeds.
     """
     if not src_paths or len(src_paths) != len(tgt_paths):
-        raise UserError(
-            f"assemble got {len(src_paths)} source and {len(tgt_paths)} target files; "
-            "expected the same non-zero number of each."
-        )
+        raise UserError(f"assemble got {len(src_paths)} source and {len(tgt_paths)} target files; expected the same non-zero number of each.")
     for src, tgt in zip(src_paths, tgt_paths):
         check_parallel(src, tgt)
     with (
@@ -156,15 +145,12 @@ def _decode(raw: bytes, path: Path, number: int, heldout: bool) -> tuple[str, bo
     except UnicodeDecodeError:
         if heldout:
             raise UserError(
-                f"{path} line {number} is not valid UTF-8; dev and test sets must be valid UTF-8 "
-                "as released, since repairing them would change what is scored."
+                f"{path} line {number} is not valid UTF-8; dev and test sets must be valid UTF-8 as released, since repairing them would change what is scored."
             ) from None
         return raw.decode("utf-8", errors="replace"), True
 
 
-def _copy_raw_pair(
-    src: Path, tgt: Path, out_src: BinaryIO, out_tgt: BinaryIO, counts: dict, *, fmt: str, heldout: bool
-) -> None:
+def _copy_raw_pair(src: Path, tgt: Path, out_src: BinaryIO, out_tgt: BinaryIO, counts: dict, *, fmt: str, heldout: bool) -> None:
     """Append the non-empty pairs of one parallel file pair to the open outputs, adding to `counts`."""
     # zip_longest, not zip: zip swallows a line of the longer file, and the error must count it.
     pairs = itertools.zip_longest(_raw_lines(src, fmt), _raw_lines(tgt, fmt))

@@ -56,11 +56,7 @@ def file_digests(path: Path) -> dict[str, str]:
 
 
 def verify_checksum(
-    path: Path,
-    checksum: Checksum | None,
-    *,
-    label: str | None = None,
-    advice: str = "the download is damaged or not the published file.",
+    path: Path, checksum: Checksum | None, *, label: str | None = None, advice: str = "the download is damaged or not the published file."
 ) -> str:
     """Return the file's sha256; raise UserError "{label}: {algo} is X, expected Y; {advice}" on a mismatch."""
     digests = file_digests(path)
@@ -70,8 +66,7 @@ def verify_checksum(
 
 
 # What the first bytes of an archive are, by file name; plain files (Stanford's, SGM) have no signature.
-_SIGNATURES = ((".tgz", 0, b"\x1f\x8b", "gzip"), (".gz", 0, b"\x1f\x8b", "gzip"), (".tar", 257, b"ustar", "tar"),
-               (".zip", 0, b"PK\x03\x04", "zip"))  # fmt: skip
+_SIGNATURES = ((".tgz", 0, b"\x1f\x8b", "gzip"), (".gz", 0, b"\x1f\x8b", "gzip"), (".tar", 257, b"ustar", "tar"), (".zip", 0, b"PK\x03\x04", "zip"))
 _HTML_START = (b"<!doctype html", b"<html", b"<head", b"<body", b"<?xml version", b"<title")
 
 
@@ -264,22 +259,10 @@ def _gave_up(url: str, dest: Path, attempts: int, err: BaseException) -> UserErr
 
 def _refused(url: str, dest: Path, code: int) -> UserError:
     """The error for an HTTP answer that a retry cannot change."""
-    return UserError(
-        f"{url} answered HTTP {code}; the archive is not available there — "
-        f"check download.mirror or put {dest.name} in download.dir."
-    )
+    return UserError(f"{url} answered HTTP {code}; the archive is not available there — check download.mirror or put {dest.name} in download.dir.")
 
 
-def _fetch(
-    url: str,
-    dest: Path,
-    *,
-    size: int | None,
-    retries: int,
-    backoff_s: float,
-    timeout_s: float,
-    progress: Progress | None,
-) -> None:
+def _fetch(url: str, dest: Path, *, size: int | None, retries: int, backoff_s: float, timeout_s: float, progress: Progress | None) -> None:
     """Download `url` into the partial file of `dest`, resuming after dropped connections."""
     part = partial_path(dest)
     last: BaseException | None = None
@@ -304,9 +287,7 @@ def _finish_partial(url: str, dest: Path, checksum: Checksum | None, size: int |
     try:
         got = part.stat().st_size
         if size is not None and got != size:
-            raise UserError(
-                f"{url} gave {got} bytes, expected {size}; the download is damaged or not the published file."
-            )
+            raise UserError(f"{url} gave {got} bytes, expected {size}; the download is damaged or not the published file.")
         sha256 = _accept(part, dest.name, checksum, label=url, advice="the download is damaged or not the published file.")
     except UserError:
         part.unlink()
@@ -362,9 +343,7 @@ def download(
         dest.parent.mkdir(parents=True, exist_ok=True)
         _check_disk(dest, size)
         fetched_from = mirror_url(url, mirror)
-        _fetch(
-            fetched_from, dest, size=size, retries=retries, backoff_s=backoff_s, timeout_s=timeout_s, progress=progress
-        )
+        _fetch(fetched_from, dest, size=size, retries=retries, backoff_s=backoff_s, timeout_s=timeout_s, progress=progress)
         source, sha256 = "download", _finish_partial(url, dest, checksum, size)
     if checksum is None and progress is not None:
         progress(f"{dest.name}: no published checksum exists; recorded the computed sha256 {sha256}.")

@@ -79,9 +79,7 @@ def take(tree: Any, rows: Tensor) -> Any:
 
 
 @torch.no_grad()
-def beam_search(
-    model: StepModel, src: Tensor, src_mask: Tensor, settings: DecodeSettings, *, src_words: Tensor, forbid_unk: bool = False
-) -> list[Hypothesis]:
+def beam_search(model: StepModel, src: Tensor, src_mask: Tensor, settings: DecodeSettings, *, src_words: Tensor, forbid_unk: bool = False) -> list[Hypothesis]:
     """Translate a batch of sources [B, S] (in the model's layout) of `src_words` [B] words each (EOS not
     counted); returns the best hypothesis per sentence."""
     finished, alive_at_limit = _search(model, src, src_mask, src_words, settings, forbid_unk)
@@ -179,9 +177,7 @@ def _search(
     return finished, alive_at_limit
 
 
-def _collect(
-    which: Tensor, active: Tensor, tokens: Tensor, aligns: Tensor, values: Tensor, into: list[list[Hypothesis]], done: bool
-) -> None:
+def _collect(which: Tensor, active: Tensor, tokens: Tensor, aligns: Tensor, values: Tensor, into: list[list[Hypothesis]], done: bool) -> None:
     """Move the hypotheses marked in `which` [n, C] into per-sentence lists (few per step, read in one go each)."""
     rows, slots = which.nonzero(as_tuple=True)
     if not len(rows):

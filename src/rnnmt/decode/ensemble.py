@@ -66,10 +66,7 @@ def _check_compatible(paths: Sequence[Path], models: Sequence[TrainedModel]) -> 
             and (tm.src_bpe is None) == (first.src_bpe is None)
         )
         if not same:
-            raise UserError(
-                f"{path} cannot join an ensemble with {paths[0]}: members need the same pair, vocabularies, "
-                "BPE and source layout (EOS, reversal)."
-            )
+            raise UserError(f"{path} cannot join an ensemble with {paths[0]}: members need the same pair, vocabularies, BPE and source layout (EOS, reversal).")
 
 
 def load_ensemble(paths: Sequence[Path], device: torch.device, average: str) -> TrainedModel:

@@ -30,11 +30,7 @@ def nounk_subset(
     if len(src_lines) != len(ref_lines):
         raise UserError(f"the test source has {len(src_lines)} lines but the reference has {len(ref_lines)}; expected equal counts.")
 
-    return [
-        i
-        for i, (s, r) in enumerate(zip(src_lines, ref_lines))
-        if src_vocab.covers(units(s, src_bpe)) and tgt_vocab.covers(units(r, tgt_bpe))
-    ]
+    return [i for i, (s, r) in enumerate(zip(src_lines, ref_lines)) if src_vocab.covers(units(s, src_bpe)) and tgt_vocab.covers(units(r, tgt_bpe))]
 
 
 # --- UNK replacement (Luong et al. 2015, "+unk replace"; paper-spec §4.7) ---------------------------
@@ -139,8 +135,10 @@ UNK_SYMBOL = Vocab.SPECIALS[Vocab.UNK]
 def replace_unknowns(tm: TrainedModel, hyps: list[str], aligns: list[str], sources: list[str], dictionary: dict[str, str]) -> list[str]:
     """Apply UnkReplacer to translated lines, given the alignment lines `rnnmt translate --align-output` wrote."""
     if not len(hyps) == len(aligns) == len(sources):
-        raise UserError(f"UNK replacement needs as many alignment and source lines as translations: got {len(hyps)} translations, "
-                        f"{len(aligns)} alignment lines and {len(sources)} source lines.")  # fmt: skip
+        raise UserError(
+            f"UNK replacement needs as many alignment and source lines as translations: got {len(hyps)} translations, "
+            f"{len(aligns)} alignment lines and {len(sources)} source lines."
+        )
     replacer = UnkReplacer.for_model(tm, dictionary)
     out = []
     for lineno, (hyp, align, src) in enumerate(zip(hyps, aligns, sources), 1):

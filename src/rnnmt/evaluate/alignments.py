@@ -77,6 +77,8 @@ def align_samples(
     chosen = pick_samples(lines, read_ids(nounk_ids, len(lines)), samples, min_length, max_length, seed)
     sources = tokenize_lines(fixed, tm.system["pair"].split("-")[0]) + [lines[i] for i in chosen]
     if not sources:
-        raise UserError("no sentence to align: no --fixed sentence and no test sentence without UNK in the length range; give --fixed sentences or widen --min-length/--max-length.")
+        raise UserError(
+            "no sentence to align: no --fixed sentence and no test sentence without UNK in the length range; give --fixed sentences or widen --min-length/--max-length."
+        )
     translations = translate_lines(tm, sources, settings, batch_size=len(sources), device=run_on)
     write_json(output, [panel(tm, s, t, run_on) for s, t in zip(sources, translations)])

@@ -14,9 +14,7 @@ def check_parallel(hyps: list[str], refs: list[str]) -> None:
     if not hyps:
         raise UserError("Cannot compute BLEU on an empty set of sentences.")
     if len(hyps) != len(refs):
-        raise UserError(
-            f"BLEU needs one reference per hypothesis, got {len(hyps)} hypotheses and {len(refs)} references."
-        )
+        raise UserError(f"BLEU needs one reference per hypothesis, got {len(hyps)} hypotheses and {len(refs)} references.")
 
 
 # Aggressive hyphen splitting as sacremoses/tokenizer.perl -a write it, and as Stanford's En-De files do.

@@ -37,13 +37,7 @@ def _subset_bleu(hyps: list[str], refs: list[str], picked: list[int], min_senten
 
 
 def length_curve(
-    hyps: list[str],
-    refs: list[str],
-    lengths: list[int],
-    *,
-    window: int = 10,
-    xs: Iterable[int] = range(1, 61),
-    min_sentences: int = 1,
+    hyps: list[str], refs: list[str], lengths: list[int], *, window: int = 10, xs: Iterable[int] = range(1, 61), min_sentences: int = 1
 ) -> list[dict]:
     """For each x, corpus BLEU over the sentences whose length lies in `window_bounds(x, window)`.
 

@@ -70,13 +70,10 @@ def plot_length_curves(
         lines[system] = (xs, mean)
         if band is not None:
             bands[system] = band
-    _line_plot(lines, out_png, title=title, xlabel=xlabel, ylabel="BLEU score", banner=banner, markevery=markevery, from_zero=True,
-               bands=bands)  # fmt: skip
+    _line_plot(lines, out_png, title=title, xlabel=xlabel, ylabel="BLEU score", banner=banner, markevery=markevery, from_zero=True, bands=bands)
 
 
-def plot_learning_curves(
-    curves: dict[str, list[tuple[int, float]]], out_png: str | os.PathLike, *, title: str, ylabel: str, banner: str | None = None
-) -> None:
+def plot_learning_curves(curves: dict[str, list[tuple[int, float]]], out_png: str | os.PathLike, *, title: str, ylabel: str, banner: str | None = None) -> None:
     """One held-out cost line per system against the number of updates (mini-batches)."""
     if not curves or not any(curves.values()):
         raise UserError("A learning-curve plot needs at least one system with validation points.")
@@ -85,15 +82,24 @@ def plot_learning_curves(
 
 
 def _line_plot(
-    lines: dict[str, tuple[list, list]], out_png, *, title: str, xlabel: str, ylabel: str, banner: str | None, markevery: int, from_zero: bool,
+    lines: dict[str, tuple[list, list]],
+    out_png,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    banner: str | None,
+    markevery: int,
+    from_zero: bool,
     bands: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """Lines in distinct styles; a line with a band (min, max per x) is a mean over seeds, drawn over its band."""
     fig = Figure(figsize=(6.4, 4.8))
     ax = fig.add_subplot()
     for k, (system, (xs, ys)) in enumerate(lines.items()):
-        (line,) = ax.plot(xs, ys, label=_literal(system), linestyle=LINE_STYLES[k % len(LINE_STYLES)],
-                          marker=MARKERS[k % len(MARKERS)], markevery=markevery, markersize=4)  # fmt: skip
+        (line,) = ax.plot(
+            xs, ys, label=_literal(system), linestyle=LINE_STYLES[k % len(LINE_STYLES)], marker=MARKERS[k % len(MARKERS)], markevery=markevery, markersize=4
+        )
         if bands and system in bands:
             ax.fill_between(xs, *bands[system], color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel(_literal(xlabel))
@@ -151,7 +157,7 @@ def plot_alignments(panels: list[dict], out_png: str | os.PathLike, *, title: st
     axes = fig.subplots(n_rows, n_cols, squeeze=False).ravel()
     for ax, panel, weights, letter in zip(axes, panels, arrays, string.ascii_lowercase):
         _draw_alignment(ax, panel, weights, letter)
-    for ax in axes[len(panels):]:
+    for ax in axes[len(panels) :]:
         ax.set_axis_off()
     fig.suptitle(_literal(title))
     _save_png(fig, out_png)

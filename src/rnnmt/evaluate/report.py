@@ -8,16 +8,7 @@ from typing import Any
 
 from rnnmt.evaluate.bleu import rejoin_hyphens
 from rnnmt.evaluate.significance import paired_bootstrap, seeded_bootstrap
-from rnnmt.evaluate.tables import (
-    DEMO_BANNER,
-    TableKind,
-    attention_check,
-    build_claims_table,
-    build_coverage_table,
-    over_seeds,
-    table_kind,
-    write_table,
-)
+from rnnmt.evaluate.tables import DEMO_BANNER, TableKind, attention_check, build_claims_table, build_coverage_table, over_seeds, table_kind, write_table
 from rnnmt.fileio import read_json, read_lines
 from rnnmt.runtime import log
 
@@ -41,8 +32,10 @@ def table_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
     options = {name: spec[name] for name in kind.options if name in spec}
     df = kind.build([_row(r, kind) for r in rows], demo=spec["demo"], **options)
     if any("seeds" in r for r in rows):
-        per_seed = [[(s["seed"], kind.build([_row({**r, **s}, kind)], demo=spec["demo"], **options).iloc[0]) for s in r["seeds"]]
-                    if "seeds" in r else None for r in rows]  # fmt: skip
+        per_seed = [
+            [(s["seed"], kind.build([_row({**r, **s}, kind)], demo=spec["demo"], **options).iloc[0]) for s in r["seeds"]] if "seeds" in r else None
+            for r in rows
+        ]
         df = over_seeds(df, per_seed)
     if spec.get("check"):
         for text in _attention_checks(rows, spec["check"]):

@@ -108,6 +108,5 @@ def seeded_bootstrap(
         sentences_only.append(bleu_a.mean() - bleu_b.mean())
     (low, high), (seed_low, seed_high), (sentence_low, sentence_high) = map(_interval, (combined, seeds_only, sentences_only))
     return SeededDifference(
-        float(full_a.mean() - full_b.mean()), low, high, _share_not_better(combined), samples,
-        seed_low, seed_high, sentence_low, sentence_high, len(a), len(b),
-    )  # fmt: skip
+        float(full_a.mean() - full_b.mean()), low, high, _share_not_better(combined), samples, seed_low, seed_high, sentence_low, sentence_high, len(a), len(b)
+    )

@@ -16,9 +16,7 @@ from pandas.api.types import is_numeric_dtype
 from rnnmt.errors import UserError
 from rnnmt.fileio import atomic_path
 
-DEMO_BANNER = (
-    "**Synthetic demo data** — published numbers are shown for orientation only; the data differ, so no deltas."
-)
+DEMO_BANNER = "**Synthetic demo data** — published numbers are shown for orientation only; the data differ, so no deltas."
 BLEU_NOTE = (
     "BLEU = case-sensitive corpus BLEU on Moses-tokenized text (identical to multi-bleu.perl), the papers' metric. "
     "sacreBLEU (detok) is scored on detokenized output and is not comparable with the published numbers."
@@ -71,11 +69,7 @@ def _bleu_record(row: dict, demo: bool) -> dict:
 
 
 def _signature_notes(rows: list[dict]) -> list[str]:
-    signatures = dict.fromkeys(
-        _field(row["scores"], "sacrebleu_signature", f"The scores of {row['system']!r}")
-        for row in rows
-        if row.get("scores")
-    )
+    signatures = dict.fromkeys(_field(row["scores"], "sacrebleu_signature", f"The scores of {row['system']!r}") for row in rows if row.get("scores"))
     return [f"sacreBLEU signature: `{sig}`" for sig in signatures]
 
 
@@ -102,9 +96,7 @@ def bleu_table(rows: list[dict], *, demo: bool) -> pd.DataFrame:
 def _published_updates(published: dict | None, system: str) -> int | None:
     updates = _optional(published, "updates", f"The published statistics of {system!r}")
     if updates is not None and updates < MIN_PUBLISHED_UPDATES:
-        raise UserError(
-            f"The published updates of {system!r} must be a raw count (e.g. 288000, not 2.88), got {updates}."
-        )
+        raise UserError(f"The published updates of {system!r} must be a raw count (e.g. 288000, not 2.88), got {updates}.")
     return None if updates is None else round(updates)
 
 
@@ -142,11 +134,7 @@ def learning_table(rows: list[dict], *, demo: bool) -> pd.DataFrame:
     """
     if not rows:
         raise UserError("Table 2 needs at least one system.")
-    return _frame(
-        [_learning_record(row, demo) for row in rows],
-        text_columns=["System", "Device"],
-        int_columns=["Updates", "published Updates"],
-    )
+    return _frame([_learning_record(row, demo) for row in rows], text_columns=["System", "Device"], int_columns=["Updates", "published Updates"])
 
 
 LUONG_NOTE = (
@@ -204,8 +192,7 @@ def _nist_record(row: dict, demo: bool) -> dict:
     system = _field(row, "system", "A NIST BLEU table row")
     ours = _reader(row.get("scores"), f"The scores of {system!r}")
     published = row.get("published") or {}  # the paper gives no newstest2015 number for some rows
-    record = {"System": system, "sacreBLEU 13a (detok)": ours("sacrebleu_all"), "BLEU (tok)": ours("bleu_all"),
-              "published NIST BLEU": published.get("bleu")}  # fmt: skip
+    record = {"System": system, "sacreBLEU 13a (detok)": ours("sacrebleu_all"), "BLEU (tok)": ours("bleu_all"), "published NIST BLEU": published.get("bleu")}
     return _with_deltas(record, [("delta NIST BLEU", "sacreBLEU 13a (detok)", "published NIST BLEU")], demo)
 
 
@@ -299,7 +286,7 @@ def verdict(low: float, high: float) -> str:
 
 SEEDED_CLAIMS_NOTE = (
     "With several seeds (n A/n B), Δ is the difference of mean BLEU over seeds and the interval comes from a two-level "
-    "bootstrap (Clark et al. 2011, \"Better hypothesis testing for statistical machine translation: controlling for "
+    'bootstrap (Clark et al. 2011, "Better hypothesis testing for statistical machine translation: controlling for '
     "optimizer instability\"): each resample draws every system's seeds with replacement, then the test sentences. "
     "The seed-only interval resamples seeds on the full test set, the sentence-only one sentences with every seed; "
     "the wider of the two is the larger source of variation."
@@ -307,14 +294,25 @@ SEEDED_CLAIMS_NOTE = (
 
 
 def _claim_record(r: dict) -> dict:
-    record = {"paper": r["paper"], "claim": r["claim"], "A": r["a"], "B": r["b"], "delta published": r.get("published"),
-              "delta reproduced": r["delta"], "95% interval": f"[{r['low']:+.2f}, {r['high']:+.2f}]",
-              "P(A ≤ B)": r["p_not_better"], "verdict": verdict(r["low"], r["high"])}  # fmt: skip
+    record = {
+        "paper": r["paper"],
+        "claim": r["claim"],
+        "A": r["a"],
+        "B": r["b"],
+        "delta published": r.get("published"),
+        "delta reproduced": r["delta"],
+        "95% interval": f"[{r['low']:+.2f}, {r['high']:+.2f}]",
+        "P(A ≤ B)": r["p_not_better"],
+        "verdict": verdict(r["low"], r["high"]),
+    }
     if "seed_low" in r:
         seeds, sentences = r["seed_high"] - r["seed_low"], r["sentence_high"] - r["sentence_low"]
-        record |= {"seeds": f"{r['seeds_a']}/{r['seeds_b']}", "seed-only 95%": f"[{r['seed_low']:+.2f}, {r['seed_high']:+.2f}]",
-                   "sentence-only 95%": f"[{r['sentence_low']:+.2f}, {r['sentence_high']:+.2f}]",
-                   "larger source": "seeds" if seeds > sentences else "sentences"}  # fmt: skip
+        record |= {
+            "seeds": f"{r['seeds_a']}/{r['seeds_b']}",
+            "seed-only 95%": f"[{r['seed_low']:+.2f}, {r['seed_high']:+.2f}]",
+            "sentence-only 95%": f"[{r['sentence_low']:+.2f}, {r['sentence_high']:+.2f}]",
+            "larger source": "seeds" if seeds > sentences else "sentences",
+        }
     return record
 
 
@@ -332,8 +330,9 @@ def build_claims_table(rows: list[dict]) -> pd.DataFrame:
 
 def build_coverage_table(rows: list[dict]) -> pd.DataFrame:
     """rows: {paper, item, status, output, note, this run}: every table and figure of the papers."""
-    records = [{"paper": r["paper"], "item": r["item"], "status": r["status"], "this run": r["this run"],
-                "output": r["output"] or "", "note": r["note"]} for r in rows]  # fmt: skip
+    records = [
+        {"paper": r["paper"], "item": r["item"], "status": r["status"], "this run": r["this run"], "output": r["output"] or "", "note": r["note"]} for r in rows
+    ]
     return pd.DataFrame.from_records(records, columns=["paper", "item", "status", "this run", "output", "note"])
 
 
@@ -358,16 +357,11 @@ def markdown_table(df: pd.DataFrame) -> str:
     numeric = [is_numeric_dtype(df[c]) for c in columns]
     header = "| " + " | ".join(str(c) for c in columns) + " |"
     rule = "|" + "|".join("---:" if num else ":---" for num in numeric) + "|"
-    body = [
-        "| " + " | ".join(_cell(df.at[i, c], str(c).startswith("delta"), spread.get((i, c))) for c in columns) + " |"
-        for i in df.index
-    ]
+    body = ["| " + " | ".join(_cell(df.at[i, c], str(c).startswith("delta"), spread.get((i, c))) for c in columns) + " |" for i in df.index]
     return "\n".join([header, rule, *body])
 
 
-def write_table(
-    df: pd.DataFrame, csv_path: str | os.PathLike, md_path: str | os.PathLike, *, title: str, banner: str | None
-) -> None:
+def write_table(df: pd.DataFrame, csv_path: str | os.PathLike, md_path: str | os.PathLike, *, title: str, banner: str | None) -> None:
     """Write the table as CSV and as Markdown (title, banner, table, `df.attrs["notes"]`), both atomically."""
     with atomic_path(csv_path) as tmp:
         df.to_csv(tmp, index=False, float_format="%.2f")
@@ -386,9 +380,7 @@ def _split_side(split: dict, side: str, system: str) -> dict:
     return _field(split, side, f"The length split of {system!r}")
 
 
-def attention_check(
-    scores: dict[str, dict], *, search: str = "RNNsearch-50", encdec: str = "RNNencdec-50"
-) -> tuple[bool, str]:
+def attention_check(scores: dict[str, dict], *, search: str = "RNNsearch-50", encdec: str = "RNNencdec-50") -> tuple[bool, str]:
     """The demo's acceptance check: (a) search beats encdec on BLEU All; (b) it holds up better on long sentences.
 
     Long/short is the "split" of score_system (length > / <= threshold). Returns (passed, report text).
@@ -400,10 +392,7 @@ def attention_check(
     if split_s.get("threshold") != split_e.get("threshold"):
         raise UserError(f"{search!r} and {encdec!r} were split at different length thresholds.")
     ok_a = bleu_s > bleu_e
-    line_a = (
-        f"(a) BLEU All: {search} {bleu_s:.2f}, {encdec} {bleu_e:.2f}, "
-        f"lead {bleu_s - bleu_e:+.2f} -> {'pass' if ok_a else 'FAIL'}"
-    )
+    line_a = f"(a) BLEU All: {search} {bleu_s:.2f}, {encdec} {bleu_e:.2f}, lead {bleu_s - bleu_e:+.2f} -> {'pass' if ok_a else 'FAIL'}"
     ok_b, lines_b = _length_robustness(split_s, split_e, search, encdec)
     passed = ok_a and ok_b
     text = [f"Attention check: {search} vs {encdec}", line_a, *lines_b, f"Result: {'PASS' if passed else 'FAIL'}"]
@@ -426,9 +415,7 @@ def _length_robustness(split_s: dict, split_e: dict, search: str, encdec: str) -
         return False, [f"(b) cannot compare: no sentences, or no BLEU, on one side of length {threshold} -> FAIL"]
     kept = [long / short for long, short in zip(bleu["long"], bleu["short"])]
     ok = kept[0] > kept[1]
-    shares = ", ".join(
-        f"{name} {bleu['long'][k]:.2f} / {bleu['short'][k]:.2f} = {kept[k]:.2f}" for k, name in enumerate((search, encdec))
-    )
+    shares = ", ".join(f"{name} {bleu['long'][k]:.2f} / {bleu['short'][k]:.2f} = {kept[k]:.2f}" for k, name in enumerate((search, encdec)))
     lead = {side: values[0] - values[1] for side, values in bleu.items()}
     return ok, [
         f"(b) BLEU on length > {threshold} (n={sides['long'][0]['n']}) over length <= {threshold} "

@@ -49,9 +49,7 @@ def _segmenter(codes: str | None) -> BpeSegmenter | None:
         Path(f.name).unlink()
 
 
-def save_model(
-    path: Path, model: Seq2Seq, system: dict[str, Any], src_vocab: Vocab, tgt_vocab: Vocab, bpe_codes: dict[str, str | None]
-) -> None:
+def save_model(path: Path, model: Seq2Seq, system: dict[str, Any], src_vocab: Vocab, tgt_vocab: Vocab, bpe_codes: dict[str, str | None]) -> None:
     """Write the model file atomically, with the digest `load_model` checks."""
     state = {
         "system": system,

@@ -320,11 +320,16 @@ def _square(hidden: int, slots: int) -> dict[str, nn.Module]:
 LUONG_SCORES: dict[str, Score] = {
     "dot": Score(lambda att, q, keys, mask: dot_energies(q, keys), form="dot"),
     "general": Score(lambda att, q, keys, mask: dot_energies(q, keys), keys=lambda att, ann: att.W_a(ann), modules=_square, form="dot"),
-    "concat": Score(lambda att, q, keys, mask: tanh_energies(keys, att.W_a(q), att.v_a),
-                    modules=lambda hidden, slots: {"W_a": nn.Linear(hidden, hidden, bias=False), "v_a": nn.Linear(hidden, 1, bias=False)},
-                    form="concat"),  # fmt: skip
-    "location": Score(lambda att, q, keys, mask: location_energies(att.W_a(q), mask.sum(dim=1), keys.shape[1]),
-                      modules=lambda hidden, slots: {"W_a": nn.Linear(hidden, slots, bias=False)}, form="location"),  # fmt: skip
+    "concat": Score(
+        lambda att, q, keys, mask: tanh_energies(keys, att.W_a(q), att.v_a),
+        modules=lambda hidden, slots: {"W_a": nn.Linear(hidden, hidden, bias=False), "v_a": nn.Linear(hidden, 1, bias=False)},
+        form="concat",
+    ),
+    "location": Score(
+        lambda att, q, keys, mask: location_energies(att.W_a(q), mask.sum(dim=1), keys.shape[1]),
+        modules=lambda hidden, slots: {"W_a": nn.Linear(hidden, slots, bias=False)},
+        form="location",
+    ),
 }
 """Luong's score functions by `model.score`."""
 
@@ -337,8 +342,9 @@ def _predicted(att: LuongAttention, q: Tensor, n: Tensor, steps: Tensor) -> tupl
 LUONG_KINDS: dict[str, Kind] = {
     "global": Kind(form="global"),
     "local-m": Kind(lambda att, q, n, steps: (monotonic_centre(steps, n), None), form="local-m"),
-    "local-p": Kind(_predicted, modules=lambda hidden, slots: {"W_p": nn.Linear(hidden, hidden, bias=False), "v_p": nn.Linear(hidden, 1, bias=False)},
-                    form="local-p"),  # fmt: skip
+    "local-p": Kind(
+        _predicted, modules=lambda hidden, slots: {"W_p": nn.Linear(hidden, hidden, bias=False), "v_p": nn.Linear(hidden, 1, bias=False)}, form="local-p"
+    ),
 }
 """Luong's attentions by `model.attention` of an `lstm` decoder."""
 

@@ -129,4 +129,3 @@ BUILDERS = {"gru": _build_bahdanau, "lstm": _build_luong}
 
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
-

@@ -281,4 +281,3 @@ class LuongDecoder(nn.Module):
 
     def advance(self, ctx: Context, state: State, words: Tensor) -> State:
         return self._step(state["lstm"], words, state["h_tilde"])
-

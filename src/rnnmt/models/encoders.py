@@ -88,8 +88,9 @@ class LSTMEncoder(nn.Module):
     The layers run by the model's loops (models/loops.py): `steps`, torch's LSTM, or a fast form of it.
     """
 
-    def __init__(self, vocab_size: int, emb_dim: int, hidden: int, layers: int, dropout: float, bias: bool, state_clip: float | None,
-                 loops: Loops = PLAIN) -> None:  # fmt: skip
+    def __init__(
+        self, vocab_size: int, emb_dim: int, hidden: int, layers: int, dropout: float, bias: bool, state_clip: float | None, loops: Loops = PLAIN
+    ) -> None:
         super().__init__()
         self.embed = nn.Embedding(vocab_size, emb_dim)
         self.drop = nn.Dropout(dropout)

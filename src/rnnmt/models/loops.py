@@ -30,8 +30,7 @@ class Loops:
         """What in a model of `model_cfg` this form cannot run, in words; None where it runs every loop."""
         return None
 
-    def gru_scans(self, grus: Sequence[Any], inputs: Sequence[Tensor], mask: Tensor | None, reverse: Sequence[bool],
-                  h0: Sequence[Tensor]) -> list[Tensor]:  # fmt: skip
+    def gru_scans(self, grus: Sequence[Any], inputs: Sequence[Tensor], mask: Tensor | None, reverse: Sequence[bool], h0: Sequence[Tensor]) -> list[Tensor]:
         """The states [B, T, H] of GRUs (models/gru.py) over the same positions, each from its projected inputs
         [B, T, 3H], in its direction, from its h0 [B, H]."""
         return [gru.steps(x, mask, r, h) for gru, x, r, h in zip(grus, inputs, reverse, h0)]

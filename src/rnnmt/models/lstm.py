@@ -119,8 +119,9 @@ def summed_biases(lstm: nn.LSTM) -> list[Tensor | None]:
     return [getattr(lstm, f"bias_ih_l{k}") + getattr(lstm, f"bias_hh_l{k}") if lstm.bias else None for k in range(lstm.num_layers)]
 
 
-def cell(pre: Tensor, c: Tensor, c_new: Tensor | None = None, tanh_c: Tensor | None = None, h_new: Tensor | None = None
-         ) -> tuple[Tensor, Tensor, Tensor, Tensor]:  # fmt: skip
+def cell(
+    pre: Tensor, c: Tensor, c_new: Tensor | None = None, tanh_c: Tensor | None = None, h_new: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """One step of torch.nn.LSTM from the pre-activations [B, 4H] (torch's gate order i, f, g, o; activated in
     place into the gates) and the previous cell c: c' = f∘c + i∘g, h' = o∘tanh(c'). nmt.matlab's
     code/layers/lstmUnitForward.m computes the same (its gates stacked i, f, o, a). Returns the gates, c',

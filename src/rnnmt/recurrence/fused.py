@@ -35,7 +35,9 @@ from rnnmt.models.loops import Loops
 from rnnmt.recurrence.precision import Precision, explicit_precision, weight_grad
 
 
-def _gru_forward(p: Precision, x: Tensor, h: Tensor, Ug_t: Tensor, Uc_t: Tensor, gates: Tensor, rh: Tensor, cand: Tensor, keep: Tensor | None, out: Tensor) -> None:
+def _gru_forward(
+    p: Precision, x: Tensor, h: Tensor, Ug_t: Tensor, Uc_t: Tensor, gates: Tensor, rh: Tensor, cand: Tensor, keep: Tensor | None, out: Tensor
+) -> None:
     """One GRU step (gru.py's equations) into preallocated rows: x = [x_zr, x_h + b] [B, 3H], U·ᵀ as `p.weight`s;
     writes gates, r∘h, h̃ and h'."""
     H = h.shape[1]
@@ -118,9 +120,19 @@ class AttentiveGRULoop(torch.autograd.Function):
     @staticmethod
     @explicit_precision
     def forward(
-        ctx: Any, s0: Tensor, x: Tensor, keys: Tensor, annotations: Tensor, mask: Tensor,
-        W_a: Tensor, v_a: Tensor, C_in: Tensor, U_gates: Tensor, U_cand: Tensor, b_cand: Tensor,
-    ) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
+        ctx: Any,
+        s0: Tensor,
+        x: Tensor,
+        keys: Tensor,
+        annotations: Tensor,
+        mask: Tensor,
+        W_a: Tensor,
+        v_a: Tensor,
+        C_in: Tensor,
+        U_gates: Tensor,
+        U_cand: Tensor,
+        b_cand: Tensor,
+    ) -> tuple[Tensor, Tensor, Tensor]:
         B, T, H3 = x.shape
         H, S, A, p = H3 // 3, keys.shape[1], keys.shape[2], ctx.precision
         xs = p.steps_first(x)
@@ -267,13 +279,18 @@ def feed_loop(decoder: Any, ctx: dict[str, Any], words: Tensor, steps: Tensor, s
     loop = FeedLoop(layers, decoder.state_clip, feed_mask, layer_masks, att, enc, steps, dot)
     W_c = decoder.W_c
     tensors = FeedTensors(
-        x1, *state,
+        x1,
+        *state,
         W_ih=[net.weight_ih_l0[:, emb:]] + [getattr(net, f"weight_ih_l{k}") for k in range(1, layers)],
         W_hh=[getattr(net, f"weight_hh_l{k}") for k in range(layers)],
         bias=[None, *bias[1:]],
-        Wc_c=W_c.weight[:, : decoder.hidden], Wc_h=W_c.weight[:, decoder.hidden :], b_c=W_c.bias,
-        keys=ctx["keys"], annotations=enc.annotations, attention=list(att.parameters()),
-    )  # fmt: skip
+        Wc_c=W_c.weight[:, : decoder.hidden],
+        Wc_h=W_c.weight[:, decoder.hidden :],
+        b_c=W_c.bias,
+        keys=ctx["keys"],
+        annotations=enc.annotations,
+        attention=list(att.parameters()),
+    )
     return loop, tensors
 
 
@@ -530,8 +547,7 @@ class FusedLoops(Loops):
     def unsupported(self, model_cfg: dict[str, Any]) -> str | None:
         return bahdanau_unsupported(self.decoders, model_cfg, self.name)
 
-    def gru_scans(self, grus: Sequence[Any], inputs: Sequence[Tensor], mask: Tensor | None, reverse: Sequence[bool],
-                  h0: Sequence[Tensor]) -> list[Tensor]:  # fmt: skip
+    def gru_scans(self, grus: Sequence[Any], inputs: Sequence[Tensor], mask: Tensor | None, reverse: Sequence[bool], h0: Sequence[Tensor]) -> list[Tensor]:
         return [GRUScan.apply(x, h, mask, r, *g.recurrent_weights()) for g, x, r, h in zip(grus, inputs, reverse, h0)]
 
     def bahdanau_decoder(self, decoder: Any, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Any) -> tuple[Tensor, Tensor, Tensor]:

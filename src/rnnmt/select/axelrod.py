@@ -97,12 +97,7 @@ def cross_entropies(lm: NgramLM, tokens: np.ndarray, offsets: np.ndarray) -> np.
     return -lm.score(tokens, offsets) * _BITS_PER_LOG10 / (np.diff(offsets) + 1)
 
 
-def score_lines(
-    src_lines: Sequence[str],
-    tgt_lines: Sequence[str],
-    lms: dict[str, NgramLM],
-    encoders: dict[str, Encoder],
-) -> dict[str, np.ndarray]:
+def score_lines(src_lines: Sequence[str], tgt_lines: Sequence[str], lms: dict[str, NgramLM], encoders: dict[str, Encoder]) -> dict[str, np.ndarray]:
     """The four cross-entropy components (float32) and the token counts of each pair."""
     out: dict[str, np.ndarray] = {}
     for side, lines in (("src", src_lines), ("tgt", tgt_lines)):
@@ -119,13 +114,7 @@ def _chunks(lines: list[str], size: int) -> Iterator[list[str]]:
 
 
 def score_shard(
-    src: Path,
-    tgt: Path,
-    index: dict,
-    shard: int,
-    lms: dict[str, NgramLM],
-    encoders: dict[str, Encoder],
-    chunk_lines: int = 200_000,
+    src: Path, tgt: Path, index: dict, shard: int, lms: dict[str, NgramLM], encoders: dict[str, Encoder], chunk_lines: int = 200_000
 ) -> dict[str, np.ndarray]:
     """Score one shard of the pool chunk by chunk; returns the components plus `seconds`."""
     started = time.monotonic()
@@ -201,9 +190,7 @@ def select_ids(
     return np.sort(np.concatenate(kept)) if kept else np.zeros(0, np.int64)
 
 
-def extract_lines(
-    src: Path, tgt: Path, ids: np.ndarray | None, out_src: Path, out_tgt: Path, test_pairs: frozenset = frozenset()
-) -> tuple[int, int]:
+def extract_lines(src: Path, tgt: Path, ids: np.ndarray | None, out_src: Path, out_tgt: Path, test_pairs: frozenset = frozenset()) -> tuple[int, int]:
     """Write the pool pairs with the listed 0-based ids (None: all), in pool order, atomically.
 
     Returns (pairs written, pairs identical to one of `test_pairs`).
@@ -265,15 +252,7 @@ def save_scores(parts: dict[str, np.ndarray], output: Path) -> None:
 
 
 def score_shard_file(
-    src: Path,
-    tgt: Path,
-    index: Path,
-    shard: int,
-    vocabs: dict[str, Path],
-    lms: dict[str, Path],
-    output: Path,
-    *,
-    chunk_lines: int,
+    src: Path, tgt: Path, index: Path, shard: int, vocabs: dict[str, Path], lms: dict[str, Path], output: Path, *, chunk_lines: int
 ) -> dict[str, np.ndarray]:
     """Score shard `shard` of the pool (`index`: select-index's output) with the four LMs and save the
     components to `output`; returns them."""
@@ -303,9 +282,7 @@ def corpus_ranges(pool_report: dict, corpora: Sequence[str]) -> np.ndarray:
     return np.repeat(np.arange(len(corpora), dtype=np.int16), counts)
 
 
-def rank_report(
-    parts: dict[str, np.ndarray], corpus_of_line: np.ndarray, corpora: Sequence[str], ids: np.ndarray, settings: dict
-) -> dict:
+def rank_report(parts: dict[str, np.ndarray], corpus_of_line: np.ndarray, corpora: Sequence[str], ids: np.ndarray, settings: dict) -> dict:
     """What the cut kept, per corpus and in all: pairs, target words, score thresholds, in-domain fit, lengths."""
     score = combined(parts, settings.get("normalise", "words_plus_eos"))
     kept = np.zeros(len(score), dtype=bool)
@@ -361,8 +338,9 @@ def rank_and_cut(
     if len(corpus_of_line) != len(parts["n_src"]):
         raise UserError(f"{pool_report} counts {len(corpus_of_line)} pool pairs but the scores cover {len(parts['n_src'])}; rerun the scoring.")
     settings = {"cut": cut, "target_words": target_words, "fraction": fraction, "fractions": fractions or None, "normalise": normalise}
-    ids = select_ids(combined(parts, normalise), parts["n_tgt"], corpus_of_line, corpora, cut=cut, target_words=target_words,
-                     fraction=fraction, fractions=fractions)  # fmt: skip
+    ids = select_ids(
+        combined(parts, normalise), parts["n_tgt"], corpus_of_line, corpora, cut=cut, target_words=target_words, fraction=fraction, fractions=fractions
+    )
     with atomic_path(output) as tmp, open(tmp, "wb") as f:
         np.save(f, ids)
     return rank_report(parts, corpus_of_line, corpora, ids, settings)

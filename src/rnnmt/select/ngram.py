@@ -66,9 +66,7 @@ class Encoder:
 def check_shape(order: int, vocab_size: int) -> None:
     """Refuse an order or vocabulary that the 16-bit-per-word key packing cannot hold."""
     if not 1 <= order <= MAX_ORDER:
-        raise UserError(
-            f"the n-gram order is {order}; expected 1 to {MAX_ORDER}, since {BITS} bits per word must fit a 64-bit key."
-        )
+        raise UserError(f"the n-gram order is {order}; expected 1 to {MAX_ORDER}, since {BITS} bits per word must fit a 64-bit key.")
     if vocab_size > MAX_IDS:
         raise UserError(
             f"the n-gram vocabulary has {vocab_size - len(SPECIALS):,} words, but the {BITS}-bit key packing allows "
@@ -185,9 +183,7 @@ class NgramLM:
         self._is_word[[BOS, EOS]] = False
 
     @classmethod
-    def estimate(
-        cls, tokens: np.ndarray, offsets: np.ndarray, vocab_size: int, order: int = 4, unk_is_word: bool = True
-    ) -> NgramLM:
+    def estimate(cls, tokens: np.ndarray, offsets: np.ndarray, vocab_size: int, order: int = 4, unk_is_word: bool = True) -> NgramLM:
         """Interpolated modified Kneser-Ney as lmplz computes it, without pruning or cut-offs."""
         check_shape(order, vocab_size)
         if len(offsets) < 2:
@@ -276,8 +272,7 @@ class NgramLM:
         """Write the LM as an ARPA file (full float64 precision), atomically; words[i] names id i."""
         if len(words) != self.vocab_size:
             raise UserError(
-                f"got {len(words):,} word strings for an n-gram LM of {self.vocab_size:,} ids; "
-                "expected all words by id, specials first (Encoder.words)."
+                f"got {len(words):,} word strings for an n-gram LM of {self.vocab_size:,} ids; expected all words by id, specials first (Encoder.words)."
             )
         names = np.asarray(words, dtype=object)
         with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
@@ -369,15 +364,11 @@ def _read_arpa_sections(path: Path, index: dict[str, int]) -> list[tuple[np.ndar
             n = len(sections)
             if len(fields) not in (n + 1, n + 2) or any(w not in index for w in fields[1 : n + 1]):
                 raise UserError(
-                    f"{path}:{lineno}: {line!r} is not a {n}-gram entry over the vocabulary; "
-                    f"expected 'log10p w1 .. w{n} [backoff]' with known words."
+                    f"{path}:{lineno}: {line!r} is not a {n}-gram entry over the vocabulary; expected 'log10p w1 .. w{n} [backoff]' with known words."
                 )
             sections[-1][0].append([index[w] for w in fields[1 : n + 1]])
             sections[-1][1].append([float(fields[0]), float(fields[n + 1]) if len(fields) == n + 2 else 0.0])
     found = [len(ids) for ids, _ in sections]
     if not sections or found != expected:
         raise UserError(f"{path}: the ARPA sections hold {found} n-grams; expected the \\data\\ counts {expected}.")
-    return [
-        (np.array(ids, dtype=np.int64).reshape(-1, n), np.array(values).reshape(-1, 2))
-        for n, (ids, values) in enumerate(sections, 1)
-    ]
+    return [(np.array(ids, dtype=np.int64).reshape(-1, n), np.array(values).reshape(-1, 2)) for n, (ids, values) in enumerate(sections, 1)]

@@ -38,14 +38,7 @@ def _gather(ids: torch.Tensor, offsets: torch.Tensor, idx: torch.Tensor) -> tupl
 class ParallelData:
     """Parallel sentences as flat int64 id tensors; sentence i is ids[offsets[i]:offsets[i+1]]."""
 
-    def __init__(
-        self,
-        src_ids: torch.Tensor,
-        src_offsets: torch.Tensor,
-        tgt_ids: torch.Tensor,
-        tgt_offsets: torch.Tensor,
-        meta: dict[str, Any],
-    ) -> None:
+    def __init__(self, src_ids: torch.Tensor, src_offsets: torch.Tensor, tgt_ids: torch.Tensor, tgt_offsets: torch.Tensor, meta: dict[str, Any]) -> None:
         self.src_ids, self.src_offsets = src_ids, src_offsets
         self.tgt_ids, self.tgt_offsets = tgt_ids, tgt_offsets
         self.meta = meta
@@ -77,12 +70,7 @@ class ParallelData:
 
     def save(self, path: Path) -> None:
         """Write the data with torch.save, atomically (no digest: its sha256 is part of the training fingerprint)."""
-        tensors = {
-            "src_ids": self.src_ids,
-            "src_offsets": self.src_offsets,
-            "tgt_ids": self.tgt_ids,
-            "tgt_offsets": self.tgt_offsets,
-        }
+        tensors = {"src_ids": self.src_ids, "src_offsets": self.src_offsets, "tgt_ids": self.tgt_ids, "tgt_offsets": self.tgt_offsets}
         tensorfile.write(path, {"format": _FORMAT, **self.meta, **tensors})
 
     @classmethod
@@ -109,11 +97,7 @@ def _valid_tensors(data: dict) -> bool:
     if not all(isinstance(t, torch.Tensor) and t.dtype == torch.int64 and t.dim() == 1 for t in tensors):
         return False
     src_ids, src_offsets, tgt_ids, tgt_offsets = tensors
-    return (
-        len(src_offsets) == len(tgt_offsets) >= 1
-        and int(src_offsets[-1]) == len(src_ids)
-        and int(tgt_offsets[-1]) == len(tgt_ids)
-    )
+    return len(src_offsets) == len(tgt_offsets) >= 1 and int(src_offsets[-1]) == len(src_ids) and int(tgt_offsets[-1]) == len(tgt_ids)
 
 
 _CHUNK = 1 << 20  # ids buffered before they go to disk: bounded memory whatever the corpus size
@@ -156,23 +140,11 @@ def binarize(
     memory this takes does not grow with the corpus.
     """
     n = check_parallel(src_tok, tgt_tok)
-    meta = {
-        "src_vocab_size": len(src_vocab),
-        "tgt_vocab_size": len(tgt_vocab),
-        "src_sha256": sha256_file(src_tok),
-        "tgt_sha256": sha256_file(tgt_tok),
-    }
+    meta = {"src_vocab_size": len(src_vocab), "tgt_vocab_size": len(tgt_vocab), "src_sha256": sha256_file(src_tok), "tgt_sha256": sha256_file(tgt_tok)}
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_path.parent, prefix=f".{out_path.name}.") as scratch:
         raw = {key: Path(scratch, key) for key in _TENSORS}
         src_tokens, src_unk = _encode_side(src_tok, src_vocab, src_segmenter, raw["src_ids"], raw["src_offsets"])
         tgt_tokens, tgt_unk = _encode_side(tgt_tok, tgt_vocab, tgt_segmenter, raw["tgt_ids"], raw["tgt_offsets"])
         tensorfile.write_int64_files(out_path, {"format": _FORMAT, **meta}, raw)
-    return {
-        "pairs": n,
-        "src_tokens": src_tokens,
-        "tgt_tokens": tgt_tokens,
-        "src_unk": src_unk,
-        "tgt_unk": tgt_unk,
-        **meta,
-    }
+    return {"pairs": n, "src_tokens": src_tokens, "tgt_tokens": tgt_tokens, "src_unk": src_unk, "tgt_unk": tgt_unk, **meta}

@@ -20,16 +20,10 @@ def learn_bpe(in_path: Path, codes_path: Path, merges: int) -> None:
     if merges < 1:
         raise UserError(f"the number of BPE merges must be at least 1, got {merges}.")
     try:
-        with (
-            open(in_path, encoding="utf-8") as infile,
-            atomic_path(codes_path) as tmp,
-            open(tmp, "w", encoding="utf-8") as outfile,
-        ):
+        with open(in_path, encoding="utf-8") as infile, atomic_path(codes_path) as tmp, open(tmp, "w", encoding="utf-8") as outfile:
             _subword_learn_bpe(infile, outfile, merges)
     except FileNotFoundError:
-        raise UserError(
-            f"{in_path} does not exist; expected tokenized text to learn BPE codes from."
-        ) from None
+        raise UserError(f"{in_path} does not exist; expected tokenized text to learn BPE codes from.") from None
 
 
 class BpeSegmenter:

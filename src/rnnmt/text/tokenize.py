@@ -31,15 +31,10 @@ def _detokenizer(lang: str) -> MosesDetokenizer:
     return MosesDetokenizer(lang=lang)
 
 
-def tokenize_lines(
-    lines: Iterable[str], lang: str, *, escape: bool = True, aggressive_dash_splits: bool = False
-) -> list[str]:
+def tokenize_lines(lines: Iterable[str], lang: str, *, escape: bool = True, aggressive_dash_splits: bool = False) -> list[str]:
     """Tokenize each line; tokens are separated by single spaces."""
     tok = _tokenizer(lang)
-    return [
-        tok.tokenize(line, escape=escape, aggressive_dash_splits=aggressive_dash_splits, return_str=True)
-        for line in lines
-    ]
+    return [tok.tokenize(line, escape=escape, aggressive_dash_splits=aggressive_dash_splits, return_str=True) for line in lines]
 
 
 def detokenize_lines(lines: Iterable[str], lang: str) -> list[str]:
@@ -59,9 +54,7 @@ def _unchanged(lines: list[str]) -> list[str]:
     return lines
 
 
-def _map_in_order(
-    fn: Callable[[list[str]], list[str]], chunks: Iterator[list[str]], processes: int
-) -> Iterator[list[str]]:
+def _map_in_order(fn: Callable[[list[str]], list[str]], chunks: Iterator[list[str]], processes: int) -> Iterator[list[str]]:
     """Apply fn to every chunk, in order, in this process or in a pool of `processes` workers."""
     if processes == 1:
         yield from map(fn, chunks)
@@ -95,9 +88,7 @@ def tokenize_file(
         # Copying needs no workers; starting them would cost more than the copy.
         fn, processes = _unchanged, 1
     else:
-        fn = functools.partial(
-            tokenize_lines, lang=lang, escape=escape, aggressive_dash_splits=aggressive_dash_splits
-        )
+        fn = functools.partial(tokenize_lines, lang=lang, escape=escape, aggressive_dash_splits=aggressive_dash_splits)
     n = 0
     with atomic_path(out_path) as tmp, open(tmp, "w", encoding="utf-8") as out:
         for done in _map_in_order(fn, _chunked(iter_lines(in_path), chunk_lines), processes):

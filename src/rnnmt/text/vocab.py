@@ -38,11 +38,7 @@ class Vocab:
         return len(self.symbols)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Vocab) and (self.kind, self.symbols, self.counts) == (
-            other.kind,
-            other.symbols,
-            other.counts,
-        )
+        return isinstance(other, Vocab) and (self.kind, self.symbols, self.counts) == (other.kind, other.symbols, other.counts)
 
     def encode(self, tokens: Iterable[str]) -> list[int]:
         """Map tokens to ids, unknown ones to UNK; no EOS is added."""
@@ -67,13 +63,7 @@ class Vocab:
         """Write the vocabulary as JSON, atomically."""
         n = len(self.SPECIALS)
         write_json(
-            path,
-            {
-                "format": _FORMAT,
-                "kind": self.kind,
-                "specials": list(self.SPECIALS),
-                "words": [[w, c] for w, c in zip(self.symbols[n:], self.counts[n:])],
-            },
+            path, {"format": _FORMAT, "kind": self.kind, "specials": list(self.SPECIALS), "words": [[w, c] for w, c in zip(self.symbols[n:], self.counts[n:])]}
         )
 
     @classmethod

@@ -49,7 +49,10 @@ def cuda_multiplies_bfloat16(device: torch.device) -> bool:
 
 def precision(value: str, device: torch.device) -> Choice:
     if value == "bfloat16" and device.type == "cpu" and not cpu_multiplies_bfloat16():
-        return Choice(value, "given in the config; this CPU has no AMX (or oneDNN may not use it): its bfloat16 products are emulated, an update runs many times slower than in float32")
+        return Choice(
+            value,
+            "given in the config; this CPU has no AMX (or oneDNN may not use it): its bfloat16 products are emulated, an update runs many times slower than in float32",
+        )
     if value != "auto":
         return Choice(value, "given in the config")
     if device.type == "cuda":
@@ -101,7 +104,9 @@ def verified_recurrence(choice: Choice, model: dict[str, Any], device: torch.dev
     if not verdict.left:
         return Choice(choice.value, f"{choice.why}; {checked}"), None
     left = "; ".join(verdict.left)
-    return Choice(verdict.recurrence, f"{choice.value} ({choice.why}) left behind: {left}; {checked}"), f"{left}; this run trains with recurrence {verdict.recurrence}"
+    return Choice(
+        verdict.recurrence, f"{choice.value} ({choice.why}) left behind: {left}; {checked}"
+    ), f"{left}; this run trains with recurrence {verdict.recurrence}"
 
 
 def choose(train: dict[str, Any], device: torch.device, processes: int = 1) -> dict[str, Choice]:

@@ -132,8 +132,9 @@ class Trainer:
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.data_sha256 = data_sha256
         self.choices = device_choices.choose(self.cfg, device, world.size)
-        self.choices["recurrence"], failure = device_choices.verified_recurrence(self.choices["recurrence"], system["model"], device,
-                                                                                  self.choices["precision"].value)  # fmt: skip
+        self.choices["recurrence"], failure = device_choices.verified_recurrence(
+            self.choices["recurrence"], system["model"], device, self.choices["precision"].value
+        )
         if failure:
             self.log(failure)
         recurrence = self.choices["recurrence"].value
@@ -335,7 +336,9 @@ class Trainer:
                 self._flush_metrics()
                 self.save_checkpoint()
                 distributed.barrier(self.world)
-                raise TrainingInterrupted(f"{self.stop.reason or 'another training process stopped'}; checkpoint at update {s.update} written to {self.ckpt_path}")
+                raise TrainingInterrupted(
+                    f"{self.stop.reason or 'another training process stopped'}; checkpoint at update {s.update} written to {self.ckpt_path}"
+                )
             checkpointed = s.update % self.cfg["checkpoint_every"] == 0
             if logged or validated or checkpointed:
                 self._flush_metrics()  # before the checkpoint: the file reaches at least its update

@@ -98,8 +98,14 @@ class MetricsLog:
         rows = []
         for p, summed, norm in zip(self.pending, nll, norms):
             finite = math.isfinite(norm)
-            rows.append({**p.row, "train_nll_per_token": summed / p.row["target_tokens"], "grad_norm": norm if finite else None,
-                         "clipped": not finite or norm >= self.max_norm})  # fmt: skip
+            rows.append(
+                {
+                    **p.row,
+                    "train_nll_per_token": summed / p.row["target_tokens"],
+                    "grad_norm": norm if finite else None,
+                    "clipped": not finite or norm >= self.max_norm,
+                }
+            )
         self.pending = []
         if not self.write:
             return

@@ -44,9 +44,7 @@ def global_norm(grads: list[Tensor]) -> Tensor:
     return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
 
 
-def clip_gradients(
-    params: list[nn.Parameter], max_norm: float, norm_params: list[nn.Parameter] | None = None, *, on_device: bool = False
-) -> Tensor:
+def clip_gradients(params: list[nn.Parameter], max_norm: float, norm_params: list[nn.Parameter] | None = None, *, on_device: bool = False) -> Tensor:
     """GroundHog's rule: rescale all gradients to max_norm when the global norm reaches it; a NaN/inf
     gradient becomes 0.1·p. The norm is taken over `norm_params` (default: all; Luong leaves out the
     embeddings). Returns the norm.
@@ -97,6 +95,15 @@ def kernel_step(optimizer: torch.optim.Optimizer, norm_params: list[nn.Parameter
             if not state:  # torch.optim.Adadelta's lazy initialisation
                 state.update(step=torch.zeros(()), square_avg=torch.zeros_like(p), acc_delta=torch.zeros_like(p))
             state["step"] += 1
-            stages.AdadeltaUpdate(param=p.detach(), grad=p.grad, square_avg=state["square_avg"], acc_delta=state["acc_delta"], norm=norm, lr=group["lr"],
-                                  max_norm=max_norm, rho=group["rho"], eps=group["eps"]).run()  # fmt: skip
+            stages.AdadeltaUpdate(
+                param=p.detach(),
+                grad=p.grad,
+                square_avg=state["square_avg"],
+                acc_delta=state["acc_delta"],
+                norm=norm,
+                lr=group["lr"],
+                max_norm=max_norm,
+                rho=group["rho"],
+                eps=group["eps"],
+            ).run()
     return norm

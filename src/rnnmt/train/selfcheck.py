@@ -106,7 +106,10 @@ def _difference(out: Tensor, ref: Tensor, exact: Tensor) -> tuple[float, str]:
     allowed = SLACK * theirs + TOLERANCE.get(out.dtype, 1e-6) * scale
     share = ours / allowed if allowed > 0 else (0.0 if ours == 0 else float("inf"))
     dtype = str(out.dtype).removeprefix("torch.")
-    return share, f"{ours / scale if scale else ours:.2e} of its norm in a {dtype} output, where its torch reference errs by {theirs / scale if scale else theirs:.2e}"
+    return (
+        share,
+        f"{ours / scale if scale else ours:.2e} of its norm in a {dtype} output, where its torch reference errs by {theirs / scale if scale else theirs:.2e}",
+    )
 
 
 def _compare(found: dict[str, StageCheck], stage: stages.Stage) -> None:
@@ -150,8 +153,9 @@ def stage_differences(
         return _stage_differences(model_cfg, device, precision, batch, src_len, tgt_len, vocab, seed)
 
 
-def _stage_differences(model_cfg: dict[str, Any], device: torch.device, precision: str, batch: int, src_len: int, tgt_len: int, vocab: int,
-                       seed: int) -> dict[str, StageCheck]:  # fmt: skip
+def _stage_differences(
+    model_cfg: dict[str, Any], device: torch.device, precision: str, batch: int, src_len: int, tgt_len: int, vocab: int, seed: int
+) -> dict[str, StageCheck]:
     """`stage_differences` with the random state to itself."""
     torch.manual_seed(seed)
     # Luong's encoder through its kernels too (not packed), as a captured update runs it.
@@ -183,12 +187,22 @@ def _update_stages(logits: Tensor, target: Tensor) -> None:
     optimiser's clipped update of WIDE random weights (clipping to half the gradient's norm, so that it rescales)."""
     device = logits.device
     extra = torch.randn(len(target), WIDE - logits.shape[1], device=device).to(logits.dtype)
-    stages.OutputSoftmax(logits=torch.cat([logits, extra], dim=1), bias=torch.randn(WIDE, device=device), target=target,
-                         nll=logits.new_empty(len(target), dtype=torch.float32)).run()  # fmt: skip
+    stages.OutputSoftmax(
+        logits=torch.cat([logits, extra], dim=1), bias=torch.randn(WIDE, device=device), target=target, nll=logits.new_empty(len(target), dtype=torch.float32)
+    ).run()
     param, grad = torch.randn(WIDE, device=device), torch.randn(WIDE, device=device)
     norm = grad.norm()
-    stages.AdadeltaUpdate(param=param.clone(), grad=grad, square_avg=torch.rand_like(param), acc_delta=torch.rand_like(param), norm=norm, lr=1.0,
-                          max_norm=float(norm) / 2, rho=0.95, eps=1e-6).run()  # fmt: skip
+    stages.AdadeltaUpdate(
+        param=param.clone(),
+        grad=grad,
+        square_avg=torch.rand_like(param),
+        acc_delta=torch.rand_like(param),
+        norm=norm,
+        lr=1.0,
+        max_norm=float(norm) / 2,
+        rho=0.95,
+        eps=1e-6,
+    ).run()
     stages.SGDUpdate(param=param, grad=grad, norm=norm, lr=1.0, max_norm=float(norm) / 2).run()
 
 
@@ -216,8 +230,7 @@ class PathCheck:
         what, share = failing[0] if failing[0][0] == "the NLL" else max(failing, key=lambda item: item[1])
         others = len(failing) - 1
         more = f" (and {others} more)" if others > 0 else ""
-        return (f"{what} differs from autograd through the modules (recurrence plain) by {share:.2e} of its norm{more}, "
-                f"where {PATH_TOLERANCE:.0e} is allowed")  # fmt: skip
+        return f"{what} differs from autograd through the modules (recurrence plain) by {share:.2e} of its norm{more}, where {PATH_TOLERANCE:.0e} is allowed"
 
 
 def _objective(model: torch.nn.Module, recurrence: str, batch: tuple[Tensor, ...], weights: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
@@ -234,8 +247,9 @@ def _share(value: Tensor, reference: Tensor, floor: float) -> float:
     return float((value - reference).norm()) / max(float(reference.norm()), floor)
 
 
-def path_differences(model_cfg: dict[str, Any], recurrence: str, *, batch: int = 3, src_len: int = 7, tgt_len: int = 5, vocab: int = 24,
-                     seed: int = 0) -> PathCheck:  # fmt: skip
+def path_differences(
+    model_cfg: dict[str, Any], recurrence: str, *, batch: int = 3, src_len: int = 7, tgt_len: int = 5, vocab: int = 24, seed: int = 0
+) -> PathCheck:
     """`recurrence` beside `plain` on a small float64 model of `model_cfg`'s architecture on a CPU (the random state
     stays as it was): the NLL per sentence and each parameter's gradient, as shares of their norms."""
     start = time.perf_counter()

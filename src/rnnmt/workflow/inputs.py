@@ -93,8 +93,7 @@ class RuleInputs:
 
     def selection_score(self, wildcards: Any) -> dict[str, str]:
         pair = pair_of(wildcards)
-        inputs = {"src": paths.tok(pair, "pool", wildcards.src), "tgt": paths.tok(pair, "pool", wildcards.tgt),
-                  "index": paths.selection(pair, "index.json")}  # fmt: skip
+        inputs = {"src": paths.tok(pair, "pool", wildcards.src), "tgt": paths.tok(pair, "pool", wildcards.tgt), "index": paths.selection(pair, "index.json")}
         for side, lang in (("src", wildcards.src), ("tgt", wildcards.tgt)):
             inputs[f"{side}_vocab"] = paths.selection(pair, f"vocab.{lang}.txt")
             for domain in ("in", "out"):
@@ -120,8 +119,12 @@ class RuleInputs:
         """The pool (or LIUM's selection), the test set for the leak count, and the ranked ids for axelrod."""
         pair, (src, tgt) = pair_of(wildcards), (wildcards.src, wildcards.tgt)
         split = self.plan.selection_split(pair)
-        inputs = {"src": paths.tok(pair, split, src), "tgt": paths.tok(pair, split, tgt),
-                  "test_src": paths.tok(pair, "test", src), "test_tgt": paths.tok(pair, "test", tgt)}  # fmt: skip
+        inputs = {
+            "src": paths.tok(pair, split, src),
+            "tgt": paths.tok(pair, split, tgt),
+            "test_src": paths.tok(pair, "test", src),
+            "test_tgt": paths.tok(pair, "test", tgt),
+        }
         if self.plan.selection_method(pair) == "axelrod":
             inputs.update(ids=paths.selection(pair, "selected.npy"), rank=paths.selection(pair, "rank.json"))
         return inputs
@@ -173,8 +176,7 @@ class RuleInputs:
 
     def nounk_subset(self, wildcards: Any) -> dict[str, str]:
         pair = pair_of(wildcards)
-        return {"src": paths.tok(pair, wildcards.split, wildcards.src), "ref": paths.tok(pair, wildcards.split, wildcards.tgt),
-                **self.vocab_files(pair)}  # fmt: skip
+        return {"src": paths.tok(pair, wildcards.split, wildcards.src), "ref": paths.tok(pair, wildcards.split, wildcards.tgt), **self.vocab_files(pair)}
 
     def models(self, run: str) -> list[str]:
         """The model file(s) a run translates with: its own, or its ensemble members' of its seed."""
@@ -182,8 +184,11 @@ class RuleInputs:
 
     def translate(self, wildcards: Any) -> dict[str, Any]:
         pair = self.plan.pair_of(wildcards.system)
-        inputs = {"models": self.models(wildcards.system), "decode": paths.settings(f"decode/{self.plan.system_of(wildcards.system)}"),
-                  "src": paths.tok(pair, wildcards.split, self.plan.langs(pair)[0])}  # fmt: skip
+        inputs = {
+            "models": self.models(wildcards.system),
+            "decode": paths.settings(f"decode/{self.plan.system_of(wildcards.system)}"),
+            "src": paths.tok(pair, wildcards.split, self.plan.langs(pair)[0]),
+        }
         if wildcards.subset == "nounk":
             inputs["ids"] = paths.nounk_ids(pair, wildcards.split)
         return inputs
@@ -194,23 +199,33 @@ class RuleInputs:
 
     def unk_dictionary(self, wildcards: Any) -> dict[str, str]:
         src, tgt = self.plan.langs(wildcards.pair)
-        return {"src": paths.selected(wildcards.pair, f"train.{src}"), "tgt": paths.selected(wildcards.pair, f"train.{tgt}"),
-                **self.vocab_files(wildcards.pair)}  # fmt: skip
+        return {
+            "src": paths.selected(wildcards.pair, f"train.{src}"),
+            "tgt": paths.selected(wildcards.pair, f"train.{tgt}"),
+            **self.vocab_files(wildcards.pair),
+        }
 
     def replace_unk(self, wildcards: Any) -> dict[str, str]:
         pair = self.plan.pair_of(wildcards.system)
-        return {"model": self.models(wildcards.system)[0],
-                "hyps": paths.translation(wildcards.system, wildcards.split, "all"),
-                "align": paths.translation(wildcards.system, wildcards.split, "all", "align"),
-                "src": paths.tok(pair, wildcards.split, self.plan.langs(pair)[0]), "dictionary": paths.unk_dictionary(pair)}  # fmt: skip
+        return {
+            "model": self.models(wildcards.system)[0],
+            "hyps": paths.translation(wildcards.system, wildcards.split, "all"),
+            "align": paths.translation(wildcards.system, wildcards.split, "all", "align"),
+            "src": paths.tok(pair, wildcards.split, self.plan.langs(pair)[0]),
+            "dictionary": paths.unk_dictionary(pair),
+        }
 
     def score(self, wildcards: Any) -> dict[str, str]:
         """A system's translations on a test split (UNK-replaced for .unk), references, and No-UNK subset if translated."""
         split, system, unk = score_name_parts(wildcards.score)
         pair = self.plan.pair_of(system)
         src, tgt = self.plan.langs(pair)
-        inputs = {"hyps": translation_of(wildcards.score), "refs_tok": paths.tok(pair, split, tgt),
-                  "refs_raw": paths.corpus(pair, split, tgt), "src_tok": paths.tok(pair, split, src)}  # fmt: skip
+        inputs = {
+            "hyps": translation_of(wildcards.score),
+            "refs_tok": paths.tok(pair, split, tgt),
+            "refs_raw": paths.corpus(pair, split, tgt),
+            "src_tok": paths.tok(pair, split, src),
+        }
         if self.plan.resolved(system)["nounk"] and not unk:
             inputs.update(hyps_nounk=paths.translation(system, split, "nounk"), ids=paths.nounk_ids(pair, split))
         return inputs
@@ -228,13 +243,26 @@ class RuleInputs:
 
     def alignments(self, wildcards: Any) -> dict[str, str]:
         pair = self.plan.pair_of(wildcards.system)
-        return {"model": paths.model(wildcards.system), "decode": paths.settings(f"decode/{self.plan.system_of(wildcards.system)}"),
-                "src": paths.tok(pair, "test", self.plan.langs(pair)[0]), "ids": paths.nounk_ids(pair, "test")}  # fmt: skip
+        return {
+            "model": paths.model(wildcards.system),
+            "decode": paths.settings(f"decode/{self.plan.system_of(wildcards.system)}"),
+            "src": paths.tok(pair, "test", self.plan.langs(pair)[0]),
+            "ids": paths.nounk_ids(pair, "test"),
+        }
 
     def alignment_flags(self, wildcards: Any) -> str:
         """Figure 3's sentences: the scale's fixed ones and a seeded random draw from the No-UNK subset."""
         fig = self.plan.figure("bahdanau2014_fig3")
         flags = [f"--fixed={s}" for s in self.plan.scale["figures"]["alignment_fixed"]]
         if fig:
-            flags += ["--random", str(fig["random"]), "--min-length", str(fig["min_length"]), "--max-length", str(fig["max_length"]), "--seed", str(fig["seed"])]
+            flags += [
+                "--random",
+                str(fig["random"]),
+                "--min-length",
+                str(fig["min_length"]),
+                "--max-length",
+                str(fig["max_length"]),
+                "--seed",
+                str(fig["seed"]),
+            ]
         return shlex.join(flags)

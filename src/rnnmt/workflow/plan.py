@@ -57,8 +57,7 @@ def resolve_data(config: dict[str, Any]) -> tuple[dict, dict, dict]:
             cfg.check_axelrod(scale["selection"], pair, splits[pair])
     corpora: dict[str, dict] = {}
     if scale["data"]["source"] != "synthetic":
-        corpora = {pair: {name: sources.corpus(table, name, *langs[pair]) for names in splits[pair].values() for name in names}
-                   for pair in langs}  # fmt: skip
+        corpora = {pair: {name: sources.corpus(table, name, *langs[pair]) for names in splits[pair].values() for name in names} for pair in langs}
     for pair in corpora:
         for split, names in splits[pair].items():
             if len({corpora[pair][name].tokenized for name in names}) > 1:
@@ -243,9 +242,13 @@ class Plan:
 
     def figure_systems(self) -> dict[str, list]:
         """What each figure (figures.<key>) draws at the active scale, in the final targets' order; empty: not made."""
-        return {"bahdanau2014_fig2": self.length_curve_systems(), "bahdanau2014_fig3": self.heatmap_systems(),
-                "luong2015_fig5": self.learning_curve_systems(), "luong2015_fig6": self.length_group_rows(),
-                "luong2015_fig7": self.alignment_systems()}  # fmt: skip
+        return {
+            "bahdanau2014_fig2": self.length_curve_systems(),
+            "bahdanau2014_fig3": self.heatmap_systems(),
+            "luong2015_fig5": self.learning_curve_systems(),
+            "luong2015_fig6": self.length_group_rows(),
+            "luong2015_fig7": self.alignment_systems(),
+        }
 
     def active_claims(self) -> list[dict[str, Any]]:
         """The claims whose two systems run at the active scale."""

@@ -24,8 +24,7 @@ class Reports:
         """Every settings file this plan writes: RUN (training), decode/SYSTEM, tables/TABLE, claims, coverage, provenance."""
         plan = self.plan
         trained = [run for run, r in plan.runs.items() if r.system in plan.systems]
-        return [*trained, *(f"decode/{s}" for s in plan.decoded), *(f"tables/{t}" for t in plan.table_splits), "claims", "coverage",
-                "provenance"]  # fmt: skip
+        return [*trained, *(f"decode/{s}" for s in plan.decoded), *(f"tables/{t}" for t in plan.table_splits), "claims", "coverage", "provenance"]
 
     def settings(self, wildcards: Any) -> dict[str, Any]:
         """The content of one settings file (the `settings` rule's params: a change reruns what reads it)."""
@@ -72,14 +71,17 @@ class Reports:
 
     def table_inputs(self, wildcards: Any) -> list[str]:
         table = wildcards.table
-        return sorted({f for r in self.plan.table_rows(table) for run in self.plan.runs_of(r.get("system", ""))
-                       for f in self._run_files(table, r, run).values()})  # fmt: skip
+        return sorted(
+            {f for r in self.plan.table_rows(table) for run in self.plan.runs_of(r.get("system", "")) for f in self._run_files(table, r, run).values()}
+        )
 
     def table_spec(self, table: str) -> dict[str, Any]:
         """What `rnnmt table` builds: rows (with the files they read), published numbers, demo flag, check."""
         t = self.plan.config["tables"][table]
-        rows = [{"label": r.get("label") or self.plan.label(r["system"]), "system": r.get("system"), "published": r.get("published"),
-                 **self.row_files(table, r)} for r in self.plan.table_rows(table)]  # fmt: skip
+        rows = [
+            {"label": r.get("label") or self.plan.label(r["system"]), "system": r.get("system"), "published": r.get("published"), **self.row_files(table, r)}
+            for r in self.plan.table_rows(table)
+        ]
         check = t.get("check") if all(s in self.plan.systems for s in t.get("check", {}).values()) else None
         return {"kind": t["kind"], "title": t["title"], "demo": self.plan.demo, "rows": rows, "check": check, "unk_column": t["unk_column"]}
 
@@ -106,9 +108,19 @@ class Reports:
         for c in self.plan.active_claims():
             pair = self.plan.pair_of(split_score_name(c["a"])[0])
             names = {side: self.plan.label(*split_score_name(c[side])) for side in ("a", "b")}
-            claims.append({"paper": c["paper"], "claim": c["claim"], "a": names["a"], "b": names["b"], "published": c["published"],
-                           "runs_a": self._claim_runs(c["a"]), "runs_b": self._claim_runs(c["b"]), "refs": self._claim_refs(c),
-                           "rejoin": self.plan.config["pairs"][pair]["rejoin_hyphens"]})  # fmt: skip
+            claims.append(
+                {
+                    "paper": c["paper"],
+                    "claim": c["claim"],
+                    "a": names["a"],
+                    "b": names["b"],
+                    "published": c["published"],
+                    "runs_a": self._claim_runs(c["a"]),
+                    "runs_b": self._claim_runs(c["b"]),
+                    "refs": self._claim_refs(c),
+                    "rejoin": self.plan.config["pairs"][pair]["rejoin_hyphens"],
+                }
+            )
         boot = self.plan.config["evaluation"]["bootstrap"]
         return {"title": CLAIMS_TITLE, "demo": self.plan.demo, "samples": boot["samples"], "seed": boot["seed"], "claims": claims}
 

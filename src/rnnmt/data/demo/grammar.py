@@ -34,10 +34,24 @@ DETERMINERS = {
 }
 # English preposition: French preposition
 PREPOSITIONS = {
-    "of": "de", "in": "dans", "on": "sur", "with": "avec", "for": "pour", "from": "de",
-    "near": "près de", "about": "sur", "without": "sans", "after": "après", "before": "avant",
-    "during": "pendant", "against": "contre", "under": "sous", "behind": "derrière",
-    "towards": "vers", "despite": "malgré", "according to": "selon",
+    "of": "de",
+    "in": "dans",
+    "on": "sur",
+    "with": "avec",
+    "for": "pour",
+    "from": "de",
+    "near": "près de",
+    "about": "sur",
+    "without": "sans",
+    "after": "après",
+    "before": "avant",
+    "during": "pendant",
+    "against": "contre",
+    "under": "sous",
+    "behind": "derrière",
+    "towards": "vers",
+    "despite": "malgré",
+    "according to": "selon",
 }
 _LOCATIVE_FR = frozenset({"dans", "à", "en"})  # become "à" before a city name
 

@@ -10,15 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from rnnmt.data.demo.morphology import (
-    elides_before,
-    en_past,
-    en_plural,
-    en_third_person,
-    fr_adjective_forms,
-    fr_conjugate,
-    fr_plural,
-)
+from rnnmt.data.demo.morphology import elides_before, en_past, en_plural, en_third_person, fr_adjective_forms, fr_conjugate, fr_plural
 from rnnmt.data.demo.tables import read_table, rows, tuples, unique, words
 
 VERB_KINDS = ("tr", "in", "cp")  # in the data files; "tr" entries with a preposition become kind "pv"
@@ -178,9 +170,18 @@ def _verb(fields: list[str], topic: str, section: str, where: str) -> Verb:
     infinitive, _, fr_prep = fr.partition("+")
     kind = section if section != "tr" else ("pv" if en_prep or fr_prep else "tr")
     return Verb(
-        lemma, en_third_person(lemma), past or en_past(lemma), en_prep,
-        infinitive, *fr_conjugate(infinitive), fr_prep,
-        kind, "e" in flags, "x" in flags, "l" in flags, topic,
+        lemma,
+        en_third_person(lemma),
+        past or en_past(lemma),
+        en_prep,
+        infinitive,
+        *fr_conjugate(infinitive),
+        fr_prep,
+        kind,
+        "e" in flags,
+        "x" in flags,
+        "l" in flags,
+        topic,
     )
 
 
@@ -215,7 +216,10 @@ def load_phrases() -> Phrases:
         raise ValueError("phrases.yaml: times must map the tenses past and pres to lists")
     modals = tuples(table.get("modals"), "phrases.yaml: modals", 7)
     return Phrases(
-        pairs("numbers"), pairs("days"), pairs("months"), pairs("ago_units"),
+        pairs("numbers"),
+        pairs("days"),
+        pairs("months"),
+        pairs("ago_units"),
         {tense: phrases(times[tense], f"phrases.yaml: times: {tense}") for tense in ("past", "pres")},
         phrases(table.get("adverbs"), "phrases.yaml: adverbs"),
         phrases(table.get("links"), "phrases.yaml: links"),

@@ -8,18 +8,13 @@ from rnnmt.data.demo.tables import read_table, rows, unique, words
 
 _TABLE = read_table("morphology")
 _EN_IRREGULAR_PLURALS = unique(
-    ((singular, plural) for singular, plural in rows(_TABLE.get("en_irregular_plurals"), "en_irregular_plurals", 2)),
-    "en_irregular_plurals",
+    ((singular, plural) for singular, plural in rows(_TABLE.get("en_irregular_plurals"), "en_irregular_plurals", 2)), "en_irregular_plurals"
 )
 # infinitive: (present 3sg, present 3pl, past participle)
-_FR_IRREGULAR_VERBS = unique(
-    ((inf, (sg, pl, pp)) for inf, sg, pl, pp in rows(_TABLE.get("fr_irregular_verbs"), "fr_irregular_verbs", 4)),
-    "fr_irregular_verbs",
-)
+_FR_IRREGULAR_VERBS = unique(((inf, (sg, pl, pp)) for inf, sg, pl, pp in rows(_TABLE.get("fr_irregular_verbs"), "fr_irregular_verbs", 4)), "fr_irregular_verbs")
 # m.sg: (m.sg, f.sg, m.pl, f.pl, m.sg before a vowel)
 _FR_IRREGULAR_ADJECTIVES = unique(
-    ((forms[0], tuple(forms)) for forms in rows(_TABLE.get("fr_irregular_adjectives"), "fr_irregular_adjectives", 5)),
-    "fr_irregular_adjectives",
+    ((forms[0], tuple(forms)) for forms in rows(_TABLE.get("fr_irregular_adjectives"), "fr_irregular_adjectives", 5)), "fr_irregular_adjectives"
 )
 _ASPIRATED_H = frozenset(words(_TABLE.get("aspirated_h"), "aspirated_h"))
 

@@ -14,22 +14,7 @@ import random
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rnnmt.data.demo.grammar import (
-    DETERMINERS,
-    HE,
-    PP,
-    SHE,
-    THEY,
-    Agreeing,
-    Clause,
-    Coordination,
-    NounPhrase,
-    Obj,
-    Person,
-    Relative,
-    Sentence,
-    Subject,
-)
+from rnnmt.data.demo.grammar import DETERMINERS, HE, PP, SHE, THEY, Agreeing, Clause, Coordination, NounPhrase, Obj, Person, Relative, Sentence, Subject
 from rnnmt.data.demo.lexicon import LEXICON, PHRASES, Adjective, City, Noun, Phrase, Verb
 
 # Zipf exponents per category, steeper than in natural text because the demo shortlist is tiny: with
@@ -95,6 +80,7 @@ class _Style:
     place: float  # "In Paris, ..."
 
 
+# fmt: off
 _STYLES = {
     "news": _Style((("news", 1.0),), report=0.3, person=0.15, according=0.06, place=0.05),
     "pool": _Style(
@@ -116,6 +102,7 @@ _VP_PREPS = (
     ("despite", 4), ("against", 4), ("under", 3), ("behind", 3), ("towards", 2), ("from", 2),
 )
 _VERB_KINDS = (("cop", 14), ("tr", 46), ("pv", 16), ("in", 20), ("cp", 4))
+# fmt: on
 
 
 class Sampler:
@@ -167,7 +154,7 @@ class Sampler:
         return Sentence(tuple(clauses), links, self.front(clauses[0]))
 
     def front(self, first: Clause) -> Phrase | PP | None:
-        """"According to X,", "In Paris," or a time expression before the first clause, or nothing."""
+        """ "According to X,", "In Paris," or a time expression before the first clause, or nothing."""
         x = self.rng.random() - self.style.according
         if x < 0:
             return PP("according to", self.person() if self.chance(0.5) else self.np(MAX_DEPTH, animate=True))
@@ -178,10 +165,7 @@ class Sampler:
             return self.time(first.tense)
         return None
 
-    def clause(
-        self, tense: str, depth: int, *, main: bool = False, report: bool = False,
-        gap: Agreeing | None = None, object_gap: bool = False,
-    ) -> Clause:
+    def clause(self, tense: str, depth: int, *, main: bool = False, report: bool = False, gap: Agreeing | None = None, object_gap: bool = False) -> Clause:
         """A clause; `gap` makes it a subject relative about `gap`, `object_gap` an object relative."""
         if object_gap:
             verb = self.draw("tr")

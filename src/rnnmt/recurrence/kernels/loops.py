@@ -70,8 +70,17 @@ class GRUScanKernels(torch.autograd.Function):
             torch.bmm(states_c[t], Ug_t, out=g)
             stages.GRUGates(x=_flat(xs[t]), xc=None, g=_flat(g), h=_flat(states[t]), gates=_flat(gates[t]), rh=_flat(rh[t]), rh_c=_flat(rh_c)).run()
             torch.bmm(rh_c, Uc_t, out=u)
-            stages.GRUState(x=_flat(xs[t]), xc=None, u=_flat(u), gates=_flat(gates[t]), h=_flat(states[t]), keep=k, cand=_flat(cand[t]),
-                            out=_flat(states[t + 1]), out_c=_flat(states_c[t + 1])).run()  # fmt: skip
+            stages.GRUState(
+                x=_flat(xs[t]),
+                xc=None,
+                u=_flat(u),
+                gates=_flat(gates[t]),
+                h=_flat(states[t]),
+                keep=k,
+                cand=_flat(cand[t]),
+                out=_flat(states[t + 1]),
+                out_c=_flat(states_c[t + 1]),
+            ).run()
         ctx.save_for_backward(states, states_c, gates, rh, cand, keeps, U_gates, U_cand)
         return states[1:].permute(1, 2, 0, 3)
 
@@ -88,14 +97,34 @@ class GRUScanKernels(torch.autograd.Function):
         Ug, Uc = U_gates.to(p.compute), U_cand.to(p.compute)
         for t in range(T - 1, -1, -1):
             k = _flat(keeps[t].unsqueeze(-1)) if keeps is not None else None
-            stages.GRUBackCand(base=_flat(base), m=_flat(m), extra=_flat(grads[t]), mq=None, gates=_flat(gates[t]), cand=_flat(cand[t]), keep=k,
-                               dh=_flat(dh), dx=_flat(dx[t]), dx_c=_flat(dx_c[t])).run()  # fmt: skip
+            stages.GRUBackCand(
+                base=_flat(base),
+                m=_flat(m),
+                extra=_flat(grads[t]),
+                mq=None,
+                gates=_flat(gates[t]),
+                cand=_flat(cand[t]),
+                keep=k,
+                dh=_flat(dh),
+                dx=_flat(dx[t]),
+                dx_c=_flat(dx_c[t]),
+            ).run()
             torch.bmm(dx_c[t, ..., 2 * H :], Uc, out=drh)
-            stages.GRUBackGates(dh=_flat(dh), drh=_flat(drh), gates=_flat(gates[t]), cand=_flat(cand[t]), h=_flat(states[t]), keep=k, dx=_flat(dx[t]),
-                                dx_c=_flat(dx_c[t]), dzr_c=_flat(dzr_c), base=_flat(base)).run()  # fmt: skip
+            stages.GRUBackGates(
+                dh=_flat(dh),
+                drh=_flat(drh),
+                gates=_flat(gates[t]),
+                cand=_flat(cand[t]),
+                h=_flat(states[t]),
+                keep=k,
+                dx=_flat(dx[t]),
+                dx_c=_flat(dx_c[t]),
+                dzr_c=_flat(dzr_c),
+                base=_flat(base),
+            ).run()
             torch.bmm(dzr_c, Ug, out=m)
         dh0 = base + m.to(p.acc)
-        by_direction = (lambda a: a.transpose(0, 1))  # [T, D, ...] -> [D, T, ...]: one product per direction
+        by_direction = lambda a: a.transpose(0, 1)  # [T, D, ...] -> [D, T, ...]: one product per direction
         dU_gates = torch.stack([weight_grad(p, by_direction(dx_c[..., : 2 * H])[d], by_direction(states_c[:-1])[d]) for d in range(D)])
         dU_cand = torch.stack([weight_grad(p, by_direction(dx_c[..., 2 * H :])[d], by_direction(rh)[d]) for d in range(D)])
         db = dx[..., 2 * H :].sum((0, 2))
@@ -108,9 +137,19 @@ class AttentiveGRUKernels(torch.autograd.Function):
     @staticmethod
     @explicit_precision
     def forward(
-        ctx: Any, s0: Tensor, x: Tensor, keys: Tensor, annotations: Tensor, mask: Tensor,
-        W_a: Tensor, v_a: Tensor, C_in: Tensor, U_gates: Tensor, U_cand: Tensor, b_cand: Tensor,
-    ) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
+        ctx: Any,
+        s0: Tensor,
+        x: Tensor,
+        keys: Tensor,
+        annotations: Tensor,
+        mask: Tensor,
+        W_a: Tensor,
+        v_a: Tensor,
+        C_in: Tensor,
+        U_gates: Tensor,
+        U_cand: Tensor,
+        b_cand: Tensor,
+    ) -> tuple[Tensor, Tensor, Tensor]:
         B, T, H3 = x.shape
         H, S, A, C, p = H3 // 3, keys.shape[1], keys.shape[2], annotations.shape[2], ctx.precision
         xs = p.steps_first(x)
@@ -127,14 +166,12 @@ class AttentiveGRUKernels(torch.autograd.Function):
         C_t, Uc_t = C_in.t().to(p.compute), U_cand.t().to(p.compute)
         for t in range(T):
             torch.mm(states_c[t], W_qg, out=qg)
-            stages.AdditiveStep(keys=keys, q=qg[:, :A], v=v, mask=real, ann=annotations, tanh=tanh[t], alpha=alphas[t], ctx=contexts[t],
-                                ctx_c=ctx_c).run()  # fmt: skip
+            stages.AdditiveStep(keys=keys, q=qg[:, :A], v=v, mask=real, ann=annotations, tanh=tanh[t], alpha=alphas[t], ctx=contexts[t], ctx_c=ctx_c).run()
             if t + 1 < T:
                 torch.mm(ctx_c, C_t, out=xc)
                 stages.GRUGates(x=xs[t], xc=xc, g=qg[:, A:], h=states[t], gates=gates[t], rh=rh[t], rh_c=rh_c).run()
                 torch.mm(rh_c, Uc_t, out=u)
-                stages.GRUState(x=xs[t], xc=xc, u=u, gates=gates[t], h=states[t], keep=None, cand=cand[t], out=states[t + 1],
-                                out_c=states_c[t + 1]).run()  # fmt: skip
+                stages.GRUState(x=xs[t], xc=xc, u=u, gates=gates[t], h=states[t], keep=None, cand=cand[t], out=states[t + 1], out_c=states_c[t + 1]).run()
         ctx.save_for_backward(states, states_c, contexts, alphas, tanh, gates, rh, cand, annotations, W_a, v_a, C_in, U_gates, U_cand)
         return states.transpose(0, 1), contexts.transpose(0, 1), alphas.transpose(0, 1)
 
@@ -157,15 +194,26 @@ class AttentiveGRUKernels(torch.autograd.Function):
         C_m, Uc = C_in.to(p.compute), U_cand.to(p.compute)
         for t in range(T - 1, -1, -1):
             if t + 1 < T:
-                stages.GRUBackCand(base=base, m=mgq, extra=d_states[t + 1], mq=None, gates=gates[t], cand=cand[t], keep=None, dh=dh, dx=dx[t],
-                                   dx_c=dx_c[t]).run()  # fmt: skip
+                stages.GRUBackCand(
+                    base=base, m=mgq, extra=d_states[t + 1], mq=None, gates=gates[t], cand=cand[t], keep=None, dh=dh, dx=dx[t], dx_c=dx_c[t]
+                ).run()
                 torch.mm(dx_c[t, :, 2 * H :], Uc, out=drh)
-                stages.GRUBackGates(dh=dh, drh=drh, gates=gates[t], cand=cand[t], h=states[t], keep=None, dx=dx[t], dx_c=dx_c[t], dzr_c=zq,
-                                    base=base).run()  # fmt: skip
+                stages.GRUBackGates(dh=dh, drh=drh, gates=gates[t], cand=cand[t], h=states[t], keep=None, dx=dx[t], dx_c=dx_c[t], dzr_c=zq, base=base).run()
                 torch.mm(dx_c[t], C_m, out=dcx)
-            stages.AdditiveStepBack(d_ctx=d_contexts[t], dcx=dcx if t + 1 < T else None, d_alpha=d_alphas[t] if d_alphas is not None else None,
-                                    ann=annotations, alpha=alphas[t], v=v, tanh=tanh[t], dc=dc_all[t], de=de_all[t], d_keys=d_keys, dq=dq_all[t],
-                                    dq_c=zq[:, 2 * H :]).run()  # fmt: skip
+            stages.AdditiveStepBack(
+                d_ctx=d_contexts[t],
+                dcx=dcx if t + 1 < T else None,
+                d_alpha=d_alphas[t] if d_alphas is not None else None,
+                ann=annotations,
+                alpha=alphas[t],
+                v=v,
+                tanh=tanh[t],
+                dc=dc_all[t],
+                de=de_all[t],
+                d_keys=d_keys,
+                dq=dq_all[t],
+                dq_c=zq[:, 2 * H :],
+            ).run()
             torch.mm(zq, W_zq, out=mgq)
         ds0 = base + mgq.to(p.acc) + d_states[0]
         dW_a = weight_grad(p, dq_all, states_c)
@@ -179,9 +227,7 @@ class AttentiveGRUKernels(torch.autograd.Function):
         return ds0, dx.transpose(0, 1), d_keys, d_annotations, None, dW_a, dv, dC_in, dU_gates, dU_cand, db
 
 
-def scan_directions(
-    x: list[Tensor], mask: Tensor | None, reverse: list[bool], h0: list[Tensor], weights: list[tuple[Tensor, Tensor, Tensor]]
-) -> list[Tensor]:
+def scan_directions(x: list[Tensor], mask: Tensor | None, reverse: list[bool], h0: list[Tensor], weights: list[tuple[Tensor, Tensor, Tensor]]) -> list[Tensor]:
     """GRUs over the same positions in one loop (GRUScanKernels): per direction the projected inputs [B, T, 3H],
     whether it runs right to left, h0 [B, H] and (U_zr, U, b); returns each direction's states [B, T, H]."""
     flip = [(lambda a: a.flip(1)) if r else (lambda a: a) for r in reverse]
@@ -233,13 +279,26 @@ class LSTMStackKernels(torch.autograd.Function):
         gemm = _companion(p, x1, L, B, 4 * H)
         W = torch.stack([torch.cat([torch.zeros_like(W_hh1), W_hh1], 1)] + [torch.cat(upper[3 * k - 3 : 3 * k - 1], 1) for k in range(1, L)])
         W_t = W.transpose(1, 2).to(p.compute)  # [L, 2H, 4H]
-        rows = (lambda a: a.reshape(-1, a.shape[-1]))  # [L, B, n] (a view) -> [L·B, n]
+        rows = lambda a: a.reshape(-1, a.shape[-1])  # [L, B, n] (a view) -> [L·B, n]
         for w in range(waves):
             torch.bmm(xh_c[w, :L], W_t, out=gemm)
-            stages.LSTMCell(base=rows(base[w]), gemm=rows(gemm), c_prev=rows(c[w]), h_prev=rows(xh[w, :L, :, H:]), keep=rows(keep[w]), clip=clip,
-                            gates=rows(gates[w]), c_raw=rows(c_raw[w]), tanh_c=rows(tanh_c[w]), c_next=rows(c[w + 1]),
-                            h_next=rows(xh[w + 1, :L, :, H:]), h_next_c=rows(xh_c[w + 1, :L, :, H:]), fwd=rows(xh[w + 1, 1:, :, :H]),
-                            fwd_c=rows(xh_c[w + 1, 1:, :, :H]), fwd_mask=rows(fwd_mask[w]) if fwd_mask is not None else None).run()  # fmt: skip
+            stages.LSTMCell(
+                base=rows(base[w]),
+                gemm=rows(gemm),
+                c_prev=rows(c[w]),
+                h_prev=rows(xh[w, :L, :, H:]),
+                keep=rows(keep[w]),
+                clip=clip,
+                gates=rows(gates[w]),
+                c_raw=rows(c_raw[w]),
+                tanh_c=rows(tanh_c[w]),
+                c_next=rows(c[w + 1]),
+                h_next=rows(xh[w + 1, :L, :, H:]),
+                h_next_c=rows(xh_c[w + 1, :L, :, H:]),
+                fwd=rows(xh[w + 1, 1:, :, :H]),
+                fwd_c=rows(xh_c[w + 1, 1:, :, :H]),
+                fwd_mask=rows(fwd_mask[w]) if fwd_mask is not None else None,
+            ).run()
         ctx.clip, ctx.shape = clip, (B, T, H, L)
         ctx.save_for_backward(xh, xh_c, c, gates, c_raw, tanh_c, keep, fwd_mask, W, *upper)
         return xh[L : L + T, L - 1, :, H:].transpose(0, 1), xh[waves, :L, :, H:], c[waves]
@@ -255,13 +314,25 @@ class LSTMStackKernels(torch.autograd.Function):
         d_xh = _companion(p, xh, waves + 1, L + 1, B, 2 * H)  # slot L stays 0: nothing reads the top layer's output there
         rest, dc = d_h.to(p.acc).reshape(L * B, H).clone(), d_c.to(p.acc).reshape(L * B, H).clone()
         Wc = W.to(p.compute)  # [L, 4H, 2H]
-        rows = (lambda a: a.reshape(-1, a.shape[-1]))
+        rows = lambda a: a.reshape(-1, a.shape[-1])
         for w in range(waves - 1, -1, -1):
             t = w - (L - 1)  # the top layer's step in this wave
-            stages.LSTMCellBack(rest=rest, own=rows(d_xh[w + 1, :L, :, H:]), below=rows(d_xh[w + 1, 1:, :, :H]),
-                                below_mask=rows(fwd_mask[w]) if fwd_mask is not None else None, extra=d_out[t] if 0 <= t < T else None,
-                                keep=rows(keep[w]), dc=dc, gates=rows(gates[w]), c_prev=rows(c[w]), tanh_c=rows(tanh_c[w]), c_raw=rows(c_raw[w]),
-                                clip=clip, d_gates=rows(d_gates[w]), d_gates_c=rows(d_gates_c[w])).run()  # fmt: skip
+            stages.LSTMCellBack(
+                rest=rest,
+                own=rows(d_xh[w + 1, :L, :, H:]),
+                below=rows(d_xh[w + 1, 1:, :, :H]),
+                below_mask=rows(fwd_mask[w]) if fwd_mask is not None else None,
+                extra=d_out[t] if 0 <= t < T else None,
+                keep=rows(keep[w]),
+                dc=dc,
+                gates=rows(gates[w]),
+                c_prev=rows(c[w]),
+                tanh_c=rows(tanh_c[w]),
+                c_raw=rows(c_raw[w]),
+                clip=clip,
+                d_gates=rows(d_gates[w]),
+                d_gates_c=rows(d_gates_c[w]),
+            ).run()
             torch.bmm(d_gates_c[w], Wc, out=d_xh[w, :L])
         # Σ over waves and rows of d_gatesᵀ [x; h], one batched product over the layers.
         d_W = torch.bmm(d_gates_c.permute(1, 3, 0, 2).reshape(L, 4 * H, -1), xh_c[:waves, :L].permute(1, 0, 2, 3).reshape(L, -1, 2 * H)).to(p.acc)
@@ -281,9 +352,8 @@ def _luong_weights(score: str, kind: str, attention: dict[str, Tensor], p: Preci
     """The query product's W_q [Q, H] (W_a for concat and location over W_p for local-p; None for dot) and v_a, v_p
     as vectors (or None), from the attention's parameters by name."""
     rows = ([attention["W_a.weight"]] if score in ("concat", "location") else []) + ([attention["W_p.weight"]] if kind == "local-p" else [])
-    vector = (lambda name: attention[name].reshape(-1).to(p.acc))  # [1, H] -> [H]
-    return (torch.cat(rows) if rows else None, vector("v_a.weight") if score == "concat" else None,
-            vector("v_p.weight") if kind == "local-p" else None)  # fmt: skip
+    vector = lambda name: attention[name].reshape(-1).to(p.acc)  # [1, H] -> [H]
+    return (torch.cat(rows) if rows else None, vector("v_a.weight") if score == "concat" else None, vector("v_p.weight") if kind == "local-p" else None)
 
 
 class LuongFeedKernels(torch.autograd.Function):
@@ -325,29 +395,65 @@ class LuongFeedKernels(torch.autograd.Function):
         W = [torch.cat((a, b), 1).to(p.compute) for a, b in zip(w.W_ih, w.W_hh)]
         Wc = torch.cat((w.Wc_c, w.Wc_h), 1).to(p.compute)  # [H, 2H], read as W_c [c; h_top]
         Wq_t = W_q.t().to(p.compute) if Q else None
-        at = (lambda a, t: a[t] if a is not None else None)  # noqa: E731
+        at = lambda a, t: a[t] if a is not None else None  # noqa: E731
         for t in range(T):
             for layer in range(L):
                 top = layer == L - 1
                 base = xs[t] if layer == 0 else bias[layer].expand(B, 4 * H) if bias[layer] is not None else None
                 torch.mm(xh_c[layer, t], W[layer].t(), out=gemm)
-                stages.LSTMCell(base=base, gemm=gemm, c_prev=c[layer, t], h_prev=None, keep=None, clip=clip, gates=gates[layer, t],
-                                c_raw=c_raw[layer, t], tanh_c=tanh_c[layer, t], c_next=c[layer, t + 1], h_next=xh[layer, t + 1, :, H:],
-                                h_next_c=xh_c[layer, t + 1, :, H:], fwd=None if top else xh[layer + 1, t, :, :H],
-                                fwd_c=ctop_c[:, H:] if top else xh_c[layer + 1, t, :, :H],
-                                fwd_mask=layer_masks[layer, t] if not top and layer_masks is not None else None).run()  # fmt: skip
+                stages.LSTMCell(
+                    base=base,
+                    gemm=gemm,
+                    c_prev=c[layer, t],
+                    h_prev=None,
+                    keep=None,
+                    clip=clip,
+                    gates=gates[layer, t],
+                    c_raw=c_raw[layer, t],
+                    tanh_c=tanh_c[layer, t],
+                    c_next=c[layer, t + 1],
+                    h_next=xh[layer, t + 1, :, H:],
+                    h_next_c=xh_c[layer, t + 1, :, H:],
+                    fwd=None if top else xh[layer + 1, t, :, :H],
+                    fwd_c=ctop_c[:, H:] if top else xh_c[layer + 1, t, :, :H],
+                    fwd_mask=layer_masks[layer, t] if not top and layer_masks is not None else None,
+                ).run()
             if Q:
                 torch.mm(ctop_c[:, H:], Wq_t, out=queries[t])
-            stages.LuongStep(top=xh[L - 1, t + 1, :, H:], q=at(queries, t), keys=keys, mask=mask, ann=annotations, v_a=v_a, v_p=v_p, step=t,
-                             window=window, reversed_source=reversed_source, score=score, kind=kind, alpha=alphas[t], soft=at(soft, t),
-                             ctx=contexts[t], ctx_c=ctop_c[:, :H], pos=at(pos, t), tanh_u=at(tanh_u, t)).run()  # fmt: skip
+            stages.LuongStep(
+                top=xh[L - 1, t + 1, :, H:],
+                q=at(queries, t),
+                keys=keys,
+                mask=mask,
+                ann=annotations,
+                v_a=v_a,
+                v_p=v_p,
+                step=t,
+                window=window,
+                reversed_source=reversed_source,
+                score=score,
+                kind=kind,
+                alpha=alphas[t],
+                soft=at(soft, t),
+                ctx=contexts[t],
+                ctx_c=ctop_c[:, :H],
+                pos=at(pos, t),
+                tanh_u=at(tanh_u, t),
+            ).run()
             torch.mm(ctop_c, Wc.t(), out=pre)
             fed = t + 1 < T
-            stages.FeedTanh(bias=b_c, pre=pre, h_tilde=h_tilde[t + 1], fed=xh[0, t + 1, :, :H] if fed else None,
-                            fed_c=xh_c[0, t + 1, :, :H] if fed else None, fed_mask=feed_mask[t + 1] if fed and feed_mask is not None else None).run()  # fmt: skip
+            stages.FeedTanh(
+                bias=b_c,
+                pre=pre,
+                h_tilde=h_tilde[t + 1],
+                fed=xh[0, t + 1, :, :H] if fed else None,
+                fed_c=xh_c[0, t + 1, :, :H] if fed else None,
+                fed_mask=feed_mask[t + 1] if fed and feed_mask is not None else None,
+            ).run()
         ctx.loop = loop
-        ctx.save_for_backward(xh, xh_c, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, keys, annotations, mask, Wc, W_q, v_a, v_p, queries, soft, pos,
-                              tanh_u, *W, *flat)  # fmt: skip
+        ctx.save_for_backward(
+            xh, xh_c, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, keys, annotations, mask, Wc, W_q, v_a, v_p, queries, soft, pos, tanh_u, *W, *flat
+        )
         return h_tilde[1:].transpose(0, 1), alphas.transpose(0, 1)
 
     @staticmethod
@@ -357,7 +463,8 @@ class LuongFeedKernels(torch.autograd.Function):
         L, clip, feed_mask, layer_masks = loop.layers, loop.clip, loop.feed_mask, loop.layer_masks
         (score, kind), window, reversed_source = _forms(loop), loop.attention.window, loop.attention.reversed_source
         xh, xh_c, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, keys, annotations, mask, Wc, W_q, v_a, v_p, queries, soft, pos, tanh_u, *saved = (
-            ctx.saved_tensors)  # fmt: skip
+            ctx.saved_tensors
+        )
         W, w = saved[:L], FeedTensors.of(saved[L:], L)
         bias, b_c = w.bias, w.b_c
         attention = _named(loop, w.attention)
@@ -375,25 +482,64 @@ class LuongFeedKernels(torch.autograd.Function):
         d_keys, dv_rows = (p.buffer(contexts, B, S, H, zero=True), p.buffer(contexts, B, H, zero=True)) if concat else (None, None)
         dz = p.buffer(contexts, T, B) if kind == "local-p" else None
         Wq = W_q.to(p.compute) if Q else None
-        at = (lambda a, t: a[t] if a is not None else None)  # noqa: E731
+        at = lambda a, t: a[t] if a is not None else None  # noqa: E731
         for t in range(T - 1, -1, -1):
             fed = t + 1 < T
-            stages.FeedTanhBack(d_h_tilde=d_h_tilde[t], d_fed=d_xh[0, :, :H] if fed else None,
-                                fed_mask=feed_mask[t + 1] if fed and feed_mask is not None else None, h_tilde=h_tilde[t + 1], d_pre=d_pre[t],
-                                d_pre_c=d_pre_c).run()  # fmt: skip
+            stages.FeedTanhBack(
+                d_h_tilde=d_h_tilde[t],
+                d_fed=d_xh[0, :, :H] if fed else None,
+                fed_mask=feed_mask[t + 1] if fed and feed_mask is not None else None,
+                h_tilde=h_tilde[t + 1],
+                d_pre=d_pre[t],
+                d_pre_c=d_pre_c,
+            ).run()
             torch.mm(d_pre_c, Wc, out=d_ctop)
-            stages.LuongStepBack(d_ctop=d_ctop, d_alpha=at(d_alphas, t), ann=annotations, alpha=alphas[t], soft=at(soft, t), keys=keys,
-                                 q=at(queries, t), mask=mask, v_a=v_a, v_p=v_p, pos=at(pos, t), tanh_u=at(tanh_u, t), window=window,
-                                 reversed_source=reversed_source, score=score, kind=kind, d_ctx=d_contexts[t], d_scores=d_scores[t], d_below=d_below,
-                                 dq=at(dq, t), dq_c=dq_c, d_keys=d_keys, dv_rows=dv_rows, dz=at(dz, t)).run()  # fmt: skip
+            stages.LuongStepBack(
+                d_ctop=d_ctop,
+                d_alpha=at(d_alphas, t),
+                ann=annotations,
+                alpha=alphas[t],
+                soft=at(soft, t),
+                keys=keys,
+                q=at(queries, t),
+                mask=mask,
+                v_a=v_a,
+                v_p=v_p,
+                pos=at(pos, t),
+                tanh_u=at(tanh_u, t),
+                window=window,
+                reversed_source=reversed_source,
+                score=score,
+                kind=kind,
+                d_ctx=d_contexts[t],
+                d_scores=d_scores[t],
+                d_below=d_below,
+                dq=at(dq, t),
+                dq_c=dq_c,
+                d_keys=d_keys,
+                dv_rows=dv_rows,
+                dz=at(dz, t),
+            ).run()
             if Q:
                 torch.mm(dq_c, Wq, out=dq_top)
             for layer in range(L - 1, -1, -1):
                 top = layer == L - 1
-                stages.LSTMCellBack(rest=None, own=d_xh[layer, :, H:], below=d_below if top else d_xh[layer + 1, :, :H],
-                                    below_mask=layer_masks[layer, t] if not top and layer_masks is not None else None, extra=dq_top if top else None,
-                                    keep=None, dc=dc[layer], gates=gates[layer, t], c_prev=c[layer, t], tanh_c=tanh_c[layer, t],
-                                    c_raw=c_raw[layer, t], clip=clip, d_gates=d_gates[layer, t], d_gates_c=d_gates_c[layer, t]).run()  # fmt: skip
+                stages.LSTMCellBack(
+                    rest=None,
+                    own=d_xh[layer, :, H:],
+                    below=d_below if top else d_xh[layer + 1, :, :H],
+                    below_mask=layer_masks[layer, t] if not top and layer_masks is not None else None,
+                    extra=dq_top if top else None,
+                    keep=None,
+                    dc=dc[layer],
+                    gates=gates[layer, t],
+                    c_prev=c[layer, t],
+                    tanh_c=tanh_c[layer, t],
+                    c_raw=c_raw[layer, t],
+                    clip=clip,
+                    d_gates=d_gates[layer, t],
+                    d_gates_c=d_gates_c[layer, t],
+                ).run()
                 torch.mm(d_gates_c[layer, t], W[layer], out=d_xh[layer])
         tops, tops_c = xh[L - 1, 1:, :, H:], xh_c[L - 1, 1:, :, H:]
         grads: list[Tensor | None] = []
@@ -454,16 +600,12 @@ class KernelLoops(FusedLoops):
     form; the other decoders without input feeding run their steps as fused.py's do)."""
 
     name: ClassVar[str] = "kernels"
-    decoders: ClassVar[dict[str, Any]] = {
-        "additive": lambda decoder, *args: additive_loop(AttentiveGRUKernels, decoder, *args),
-        "none": fixed_context_loop,
-    }
+    decoders: ClassVar[dict[str, Any]] = {"additive": lambda decoder, *args: additive_loop(AttentiveGRUKernels, decoder, *args), "none": fixed_context_loop}
     encoder_layers = staticmethod(lstm_stack)
     feed_loop = LuongFeedKernels
 
     def unsupported(self, model_cfg: dict[str, Any]) -> str | None:
         return bahdanau_unsupported(self.decoders, model_cfg, self.name) or _kernel_forms(model_cfg)
 
-    def gru_scans(self, grus: Sequence[Any], inputs: Sequence[Tensor], mask: Tensor | None, reverse: Sequence[bool],
-                  h0: Sequence[Tensor]) -> list[Tensor]:  # fmt: skip
+    def gru_scans(self, grus: Sequence[Any], inputs: Sequence[Tensor], mask: Tensor | None, reverse: Sequence[bool], h0: Sequence[Tensor]) -> list[Tensor]:
         return scan_directions(list(inputs), mask, list(reverse), list(h0), [g.recurrent_weights() for g in grus])

@@ -21,7 +21,9 @@ def tanh(x):
     """tanh through exp; below |x| = 1/4, where 1 − 2/(e^{2x} + 1) would lose x's low bits to cancellation, its
     Taylor series to x^13 (the next term is under 2e-12 of x there)."""
     x2 = x * x
-    series = x * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0 + x2 * (62.0 / 2835.0 + x2 * (-1382.0 / 155925.0 + x2 * (21844.0 / 6081075.0)))))))
+    series = x * (
+        1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0 + x2 * (62.0 / 2835.0 + x2 * (-1382.0 / 155925.0 + x2 * (21844.0 / 6081075.0))))))
+    )
     return tl.where(tl.abs(x) < 0.25, series, 1.0 - 2.0 / (tl.exp(2.0 * x) + 1.0))
 
 
@@ -85,7 +87,6 @@ def columns_block(S: int) -> int:
 ATTENTION_WARPS = 8
 
 
-
 def present_or(t: Tensor | None, fallback: Tensor) -> Tensor:
     """A pointer for an absent operand (its kernel branch is compiled out)."""
     return t if t is not None else fallback
@@ -93,4 +94,3 @@ def present_or(t: Tensor | None, fallback: Tensor) -> Tensor:
 
 def row_stride(t: Tensor | None) -> int:
     return t.stride(0) if t is not None else 0
-

@@ -22,6 +22,7 @@ ROW_POSITIONS = 4
 ROW_SPAN = 1024
 ROW_COLUMNS = 128
 
+
 @triton.jit
 def _gru_gates(x, x_stride, xc, xc_stride, g, g_stride, h, h_stride, gates, rh, rh_c, H, HAS_XC: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
@@ -43,8 +44,26 @@ def _gru_gates(x, x_stride, xc, xc_stride, g, g_stride, h, h_stride, gates, rh, 
 
 
 @triton.jit
-def _gru_state(x, x_stride, xc, xc_stride, u, gates, h, h_stride, keep, cand, out, out_stride, out_c, out_c_stride, H,
-               HAS_XC: tl.constexpr, HAS_KEEP: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+def _gru_state(
+    x,
+    x_stride,
+    xc,
+    xc_stride,
+    u,
+    gates,
+    h,
+    h_stride,
+    keep,
+    cand,
+    out,
+    out_stride,
+    out_c,
+    out_c_stride,
+    H,
+    HAS_XC: tl.constexpr,
+    HAS_KEEP: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     row = tl.program_id(0)
     j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     m = j < H
@@ -63,8 +82,25 @@ def _gru_state(x, x_stride, xc, xc_stride, u, gates, h, h_stride, keep, cand, ou
 
 
 @triton.jit
-def _gru_back_cand(base, m_, m_stride, extra, mq, mq_stride, gates, cand, keep, dh, dx, dx_c, H,
-                   HAS_EXTRA: tl.constexpr, HAS_MQ: tl.constexpr, HAS_KEEP: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+def _gru_back_cand(
+    base,
+    m_,
+    m_stride,
+    extra,
+    mq,
+    mq_stride,
+    gates,
+    cand,
+    keep,
+    dh,
+    dx,
+    dx_c,
+    H,
+    HAS_EXTRA: tl.constexpr,
+    HAS_MQ: tl.constexpr,
+    HAS_KEEP: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     row = tl.program_id(0)
     j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     m = j < H
@@ -137,8 +173,21 @@ def _additive_context(energy, mask, ann, alpha, ctx, ctx_c, S, C, BLOCK_S: tl.co
 
 
 @triton.jit
-def _additive_scores_back(d_ctx, dcx, dcx_stride, d_alpha, ann, dc_out, d_weights_out, S, C, HAS_DCX: tl.constexpr, HAS_DALPHA: tl.constexpr,
-                          BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):  # fmt: skip
+def _additive_scores_back(
+    d_ctx,
+    dcx,
+    dcx_stride,
+    d_alpha,
+    ann,
+    dc_out,
+    d_weights_out,
+    S,
+    C,
+    HAS_DCX: tl.constexpr,
+    HAS_DALPHA: tl.constexpr,
+    BLOCK_S: tl.constexpr,
+    BLOCK_C: tl.constexpr,
+):
     """Positions s of row b: dL/dα_s = dc·ann[b, s] [+ d_alpha] into d_weights_out; dc = d_ctx [+ dcx] (stored by the first block)."""
     b = tl.program_id(0)
     s = tl.program_id(1) * BLOCK_S + tl.arange(0, BLOCK_S)
@@ -169,31 +218,93 @@ def _additive_keys_back(d_weights, alpha, v, tanh_in, de_out, d_keys, dq, dq_c, 
 def gru_gates(s: Any) -> None:
     """The `gru_gates` stage (stages.py) on its operands `s`."""
     rows, H = s.h.shape
-    _gru_gates[row_grid(rows, H)](s.x, s.x.stride(0), s.xc if s.xc is not None else s.x, s.xc.stride(0) if s.xc is not None else 0, s.g, s.g.stride(0),
-                               s.h, s.h.stride(0), s.gates, s.rh, s.rh_c, H, HAS_XC=s.xc is not None, BLOCK=BLOCK)  # fmt: skip
+    _gru_gates[row_grid(rows, H)](
+        s.x,
+        s.x.stride(0),
+        s.xc if s.xc is not None else s.x,
+        s.xc.stride(0) if s.xc is not None else 0,
+        s.g,
+        s.g.stride(0),
+        s.h,
+        s.h.stride(0),
+        s.gates,
+        s.rh,
+        s.rh_c,
+        H,
+        HAS_XC=s.xc is not None,
+        BLOCK=BLOCK,
+    )
 
 
 def gru_state(s: Any) -> None:
     """The `gru_state` stage (stages.py) on its operands `s`."""
     rows, H = s.h.shape
-    _gru_state[row_grid(rows, H)](s.x, s.x.stride(0), s.xc if s.xc is not None else s.x, s.xc.stride(0) if s.xc is not None else 0, s.u, s.gates, s.h, s.h.stride(0),
-                               s.keep if s.keep is not None else s.h, s.cand, s.out, s.out.stride(0), s.out_c, s.out_c.stride(0), H,
-                               HAS_XC=s.xc is not None, HAS_KEEP=s.keep is not None, BLOCK=BLOCK)  # fmt: skip
+    _gru_state[row_grid(rows, H)](
+        s.x,
+        s.x.stride(0),
+        s.xc if s.xc is not None else s.x,
+        s.xc.stride(0) if s.xc is not None else 0,
+        s.u,
+        s.gates,
+        s.h,
+        s.h.stride(0),
+        s.keep if s.keep is not None else s.h,
+        s.cand,
+        s.out,
+        s.out.stride(0),
+        s.out_c,
+        s.out_c.stride(0),
+        H,
+        HAS_XC=s.xc is not None,
+        HAS_KEEP=s.keep is not None,
+        BLOCK=BLOCK,
+    )
 
 
 def gru_back_cand(s: Any) -> None:
     """The `gru_back_cand` stage (stages.py) on its operands `s`."""
     rows, H = s.base.shape
-    _gru_back_cand[row_grid(rows, H)](s.base, s.m, s.m.stride(0), s.extra if s.extra is not None else s.base, s.mq if s.mq is not None else s.m,
-                                   s.mq.stride(0) if s.mq is not None else 0, s.gates, s.cand, s.keep if s.keep is not None else s.base, s.dh, s.dx, s.dx_c, H,
-                                   HAS_EXTRA=s.extra is not None, HAS_MQ=s.mq is not None, HAS_KEEP=s.keep is not None, BLOCK=BLOCK)  # fmt: skip
+    _gru_back_cand[row_grid(rows, H)](
+        s.base,
+        s.m,
+        s.m.stride(0),
+        s.extra if s.extra is not None else s.base,
+        s.mq if s.mq is not None else s.m,
+        s.mq.stride(0) if s.mq is not None else 0,
+        s.gates,
+        s.cand,
+        s.keep if s.keep is not None else s.base,
+        s.dh,
+        s.dx,
+        s.dx_c,
+        H,
+        HAS_EXTRA=s.extra is not None,
+        HAS_MQ=s.mq is not None,
+        HAS_KEEP=s.keep is not None,
+        BLOCK=BLOCK,
+    )
 
 
 def gru_back_gates(s: Any) -> None:
     """The `gru_back_gates` stage (stages.py) on its operands `s`."""
     rows, H = s.dh.shape
-    _gru_back_gates[row_grid(rows, H)](s.dh, s.drh, s.gates, s.cand, s.h, s.h.stride(0), s.keep if s.keep is not None else s.dh, s.dx, s.dx_c, s.dzr_c, s.dzr_c.stride(0), s.base, H,
-                                    HAS_KEEP=s.keep is not None, BLOCK=BLOCK)  # fmt: skip
+    _gru_back_gates[row_grid(rows, H)](
+        s.dh,
+        s.drh,
+        s.gates,
+        s.cand,
+        s.h,
+        s.h.stride(0),
+        s.keep if s.keep is not None else s.dh,
+        s.dx,
+        s.dx_c,
+        s.dzr_c,
+        s.dzr_c.stride(0),
+        s.base,
+        H,
+        HAS_KEEP=s.keep is not None,
+        BLOCK=BLOCK,
+    )
 
 
 def additive_attention(s: Any) -> None:
@@ -210,8 +321,21 @@ def additive_attention_back(s: Any) -> None:
     B, S, A = s.tanh.shape
     C = s.ann.shape[2]
     d_weights = s.alpha.new_empty(B, S)
-    _additive_scores_back[(B, triton.cdiv(S, ROW_POSITIONS))](s.d_ctx, present_or(s.dcx, s.d_ctx), row_stride(s.dcx), present_or(s.d_alpha, s.alpha), s.ann, s.dc, d_weights,
-                                                               S, C, HAS_DCX=s.dcx is not None, HAS_DALPHA=s.d_alpha is not None, BLOCK_S=ROW_POSITIONS,
-                                                               BLOCK_C=ROW_SPAN)  # fmt: skip
-    _additive_keys_back[(B, triton.cdiv(A, ROW_COLUMNS))](d_weights, s.alpha, s.v, s.tanh, s.de, s.d_keys, s.dq, s.dq_c, s.dq_c.stride(0), S, A, BLOCK_S=positions_block(S),
-                                                           BLOCK_A=ROW_COLUMNS)  # fmt: skip
+    _additive_scores_back[(B, triton.cdiv(S, ROW_POSITIONS))](
+        s.d_ctx,
+        present_or(s.dcx, s.d_ctx),
+        row_stride(s.dcx),
+        present_or(s.d_alpha, s.alpha),
+        s.ann,
+        s.dc,
+        d_weights,
+        S,
+        C,
+        HAS_DCX=s.dcx is not None,
+        HAS_DALPHA=s.d_alpha is not None,
+        BLOCK_S=ROW_POSITIONS,
+        BLOCK_C=ROW_SPAN,
+    )
+    _additive_keys_back[(B, triton.cdiv(A, ROW_COLUMNS))](
+        d_weights, s.alpha, s.v, s.tanh, s.de, s.d_keys, s.dq, s.dq_c, s.dq_c.stride(0), S, A, BLOCK_S=positions_block(S), BLOCK_A=ROW_COLUMNS
+    )

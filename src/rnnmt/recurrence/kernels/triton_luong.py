@@ -25,10 +25,40 @@ from rnnmt.recurrence.kernels.triton_common import (
 
 
 @triton.jit
-def _lstm_cell(base, base_stride, gemm, gemm_stride, c_prev, c_prev_stride, h_prev, h_prev_stride, keep, gates, c_raw, tanh_c, c_next, c_next_stride,
-               h_next, h_next_stride, h_next_c, h_next_c_stride, fwd, fwd_stride, fwd_c, fwd_c_stride, fwd_mask, clip, H,
-               HAS_BASE: tl.constexpr, HAS_KEEP: tl.constexpr, HAS_CLIP: tl.constexpr, HAS_FWD: tl.constexpr, HAS_FWD_C: tl.constexpr,
-               HAS_FWD_MASK: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+def _lstm_cell(
+    base,
+    base_stride,
+    gemm,
+    gemm_stride,
+    c_prev,
+    c_prev_stride,
+    h_prev,
+    h_prev_stride,
+    keep,
+    gates,
+    c_raw,
+    tanh_c,
+    c_next,
+    c_next_stride,
+    h_next,
+    h_next_stride,
+    h_next_c,
+    h_next_c_stride,
+    fwd,
+    fwd_stride,
+    fwd_c,
+    fwd_c_stride,
+    fwd_mask,
+    clip,
+    H,
+    HAS_BASE: tl.constexpr,
+    HAS_KEEP: tl.constexpr,
+    HAS_CLIP: tl.constexpr,
+    HAS_FWD: tl.constexpr,
+    HAS_FWD_C: tl.constexpr,
+    HAS_FWD_MASK: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     row = tl.program_id(0)
     j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     m = j < H
@@ -72,9 +102,35 @@ def _lstm_cell(base, base_stride, gemm, gemm_stride, c_prev, c_prev_stride, h_pr
 
 
 @triton.jit
-def _lstm_cell_back(rest, own, own_stride, below, below_stride, below_mask, extra, extra_stride, extra_first, keep, dc, gates, c_prev, c_prev_stride,
-                    tanh_c, c_raw, clip, d_gates, d_gates_c, H, HAS_REST: tl.constexpr, HAS_OWN: tl.constexpr, HAS_BELOW_MASK: tl.constexpr,
-                    HAS_EXTRA: tl.constexpr, HAS_KEEP: tl.constexpr, HAS_CLIP: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+def _lstm_cell_back(
+    rest,
+    own,
+    own_stride,
+    below,
+    below_stride,
+    below_mask,
+    extra,
+    extra_stride,
+    extra_first,
+    keep,
+    dc,
+    gates,
+    c_prev,
+    c_prev_stride,
+    tanh_c,
+    c_raw,
+    clip,
+    d_gates,
+    d_gates_c,
+    H,
+    HAS_REST: tl.constexpr,
+    HAS_OWN: tl.constexpr,
+    HAS_BELOW_MASK: tl.constexpr,
+    HAS_EXTRA: tl.constexpr,
+    HAS_KEEP: tl.constexpr,
+    HAS_CLIP: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     row = tl.program_id(0)
     j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     m = j < H
@@ -135,9 +191,36 @@ def _positions(mask, b, s, S, REVERSED: tl.constexpr):
 
 
 @triton.jit
-def _luong_attention(top, top_stride, q, q_stride, keys, mask, ann, v_a, v_p, alpha, soft, ctx, ctx_c, ctx_c_stride, pos, tanh_u, S, H, Q, P, step,
-                     window, inv_two_var, SCORE: tl.constexpr, KIND: tl.constexpr, REVERSED: tl.constexpr, BLOCK_S: tl.constexpr,
-                     BLOCK_H: tl.constexpr):  # fmt: skip
+def _luong_attention(
+    top,
+    top_stride,
+    q,
+    q_stride,
+    keys,
+    mask,
+    ann,
+    v_a,
+    v_p,
+    alpha,
+    soft,
+    ctx,
+    ctx_c,
+    ctx_c_stride,
+    pos,
+    tanh_u,
+    S,
+    H,
+    Q,
+    P,
+    step,
+    window,
+    inv_two_var,
+    SCORE: tl.constexpr,
+    KIND: tl.constexpr,
+    REVERSED: tl.constexpr,
+    BLOCK_S: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+):
     b = tl.program_id(0)
     s = tl.arange(0, BLOCK_S)
     real, n, nf, original = _positions(mask, b, s, S, REVERSED)
@@ -180,10 +263,44 @@ def _luong_attention(top, top_stride, q, q_stride, keys, mask, ann, v_a, v_p, al
 
 
 @triton.jit
-def _luong_attention_back(d_ctop, d_ctop_stride, d_alpha, ann, alpha, soft, keys, q, q_stride, mask, v_a, v_p, pos, tanh_u, d_ctx, d_scores,
-                          d_below, dq, dq_c, dq_c_stride, d_keys, dv_rows, dz, S, H, Q, P, window, inv_two_var, SCORE: tl.constexpr,
-                          KIND: tl.constexpr, REVERSED: tl.constexpr, HAS_DALPHA: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_H: tl.constexpr,
-                          BLOCK_P: tl.constexpr):  # fmt: skip
+def _luong_attention_back(
+    d_ctop,
+    d_ctop_stride,
+    d_alpha,
+    ann,
+    alpha,
+    soft,
+    keys,
+    q,
+    q_stride,
+    mask,
+    v_a,
+    v_p,
+    pos,
+    tanh_u,
+    d_ctx,
+    d_scores,
+    d_below,
+    dq,
+    dq_c,
+    dq_c_stride,
+    d_keys,
+    dv_rows,
+    dz,
+    S,
+    H,
+    Q,
+    P,
+    window,
+    inv_two_var,
+    SCORE: tl.constexpr,
+    KIND: tl.constexpr,
+    REVERSED: tl.constexpr,
+    HAS_DALPHA: tl.constexpr,
+    BLOCK_S: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    BLOCK_P: tl.constexpr,
+):
     b = tl.program_id(0)
     s = tl.arange(0, BLOCK_S)
     real, n, nf, original = _positions(mask, b, s, S, REVERSED)
@@ -237,8 +354,21 @@ def _luong_attention_back(d_ctop, d_ctop_stride, d_alpha, ann, alpha, soft, keys
 
 
 @triton.jit
-def _feed_tanh(bias, pre, h_tilde, fed, fed_stride, fed_c, fed_c_stride, fed_mask, H,
-               HAS_BIAS: tl.constexpr, HAS_FED: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+def _feed_tanh(
+    bias,
+    pre,
+    h_tilde,
+    fed,
+    fed_stride,
+    fed_c,
+    fed_c_stride,
+    fed_mask,
+    H,
+    HAS_BIAS: tl.constexpr,
+    HAS_FED: tl.constexpr,
+    HAS_MASK: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     row = tl.program_id(0)
     j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     m = j < H
@@ -255,8 +385,7 @@ def _feed_tanh(bias, pre, h_tilde, fed, fed_stride, fed_c, fed_c_stride, fed_mas
 
 
 @triton.jit
-def _feed_tanh_back(d_h_tilde, d_fed, d_fed_stride, fed_mask, h_tilde, d_pre, d_pre_c, H,
-                    HAS_FED: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
+def _feed_tanh_back(d_h_tilde, d_fed, d_fed_stride, fed_mask, h_tilde, d_pre, d_pre_c, H, HAS_FED: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     m = j < H
@@ -272,25 +401,78 @@ def _feed_tanh_back(d_h_tilde, d_fed, d_fed_stride, fed_mask, h_tilde, d_pre, d_
     tl.store(d_pre_c + row * H + j, out.to(d_pre_c.dtype.element_ty), mask=m)
 
 
-
 def lstm_cell(s: Any) -> None:
     """The `lstm_cell` stage (stages.py) on its operands `s`."""
     rows, H = s.c_raw.shape
-    _lstm_cell[row_grid(rows, H)](present_or(s.base, s.gemm), row_stride(s.base), s.gemm, s.gemm.stride(0), s.c_prev, s.c_prev.stride(0), present_or(s.h_prev, s.c_prev), row_stride(s.h_prev),
-                               present_or(s.keep, s.c_prev), s.gates, s.c_raw, s.tanh_c, s.c_next, s.c_next.stride(0), s.h_next, s.h_next.stride(0), s.h_next_c,
-                               s.h_next_c.stride(0), present_or(s.fwd, s.c_raw), row_stride(s.fwd), present_or(s.fwd_c, s.h_next_c), row_stride(s.fwd_c), present_or(s.fwd_mask, s.c_raw),
-                               s.clip or 0.0, H, HAS_BASE=s.base is not None, HAS_KEEP=s.keep is not None, HAS_CLIP=s.clip is not None,
-                               HAS_FWD=s.fwd is not None, HAS_FWD_C=s.fwd_c is not None, HAS_FWD_MASK=s.fwd_mask is not None, BLOCK=BLOCK)  # fmt: skip
+    _lstm_cell[row_grid(rows, H)](
+        present_or(s.base, s.gemm),
+        row_stride(s.base),
+        s.gemm,
+        s.gemm.stride(0),
+        s.c_prev,
+        s.c_prev.stride(0),
+        present_or(s.h_prev, s.c_prev),
+        row_stride(s.h_prev),
+        present_or(s.keep, s.c_prev),
+        s.gates,
+        s.c_raw,
+        s.tanh_c,
+        s.c_next,
+        s.c_next.stride(0),
+        s.h_next,
+        s.h_next.stride(0),
+        s.h_next_c,
+        s.h_next_c.stride(0),
+        present_or(s.fwd, s.c_raw),
+        row_stride(s.fwd),
+        present_or(s.fwd_c, s.h_next_c),
+        row_stride(s.fwd_c),
+        present_or(s.fwd_mask, s.c_raw),
+        s.clip or 0.0,
+        H,
+        HAS_BASE=s.base is not None,
+        HAS_KEEP=s.keep is not None,
+        HAS_CLIP=s.clip is not None,
+        HAS_FWD=s.fwd is not None,
+        HAS_FWD_C=s.fwd_c is not None,
+        HAS_FWD_MASK=s.fwd_mask is not None,
+        BLOCK=BLOCK,
+    )
 
 
 def lstm_cell_back(s: Any) -> None:
     """The `lstm_cell_back` stage (stages.py) on its operands `s`."""
     rows, H = s.dc.shape
     first = rows - s.extra.shape[0] if s.extra is not None else rows
-    _lstm_cell_back[row_grid(rows, H)](present_or(s.rest, s.dc), present_or(s.own, s.below), row_stride(s.own), s.below, s.below.stride(0), present_or(s.below_mask, s.dc), present_or(s.extra, s.dc),
-                                    row_stride(s.extra), first, present_or(s.keep, s.dc), s.dc, s.gates, s.c_prev, s.c_prev.stride(0), s.tanh_c, s.c_raw, s.clip or 0.0, s.d_gates,
-                                    s.d_gates_c, H, HAS_REST=s.rest is not None, HAS_OWN=s.own is not None, HAS_BELOW_MASK=s.below_mask is not None,
-                                    HAS_EXTRA=s.extra is not None, HAS_KEEP=s.keep is not None, HAS_CLIP=s.clip is not None, BLOCK=BLOCK)  # fmt: skip
+    _lstm_cell_back[row_grid(rows, H)](
+        present_or(s.rest, s.dc),
+        present_or(s.own, s.below),
+        row_stride(s.own),
+        s.below,
+        s.below.stride(0),
+        present_or(s.below_mask, s.dc),
+        present_or(s.extra, s.dc),
+        row_stride(s.extra),
+        first,
+        present_or(s.keep, s.dc),
+        s.dc,
+        s.gates,
+        s.c_prev,
+        s.c_prev.stride(0),
+        s.tanh_c,
+        s.c_raw,
+        s.clip or 0.0,
+        s.d_gates,
+        s.d_gates_c,
+        H,
+        HAS_REST=s.rest is not None,
+        HAS_OWN=s.own is not None,
+        HAS_BELOW_MASK=s.below_mask is not None,
+        HAS_EXTRA=s.extra is not None,
+        HAS_KEEP=s.keep is not None,
+        HAS_CLIP=s.clip is not None,
+        BLOCK=BLOCK,
+    )
 
 
 def _slots(score: str, kind: str, Q: int, H: int) -> int:
@@ -307,37 +489,117 @@ def luong_attention(s: Any) -> None:
     """The `luong_attention` stage (stages.py) on its operands `s`."""
     B, S, H = s.ann.shape
     Q = s.q.shape[1] if s.q is not None else 0
-    _luong_attention[(B,)](s.top, s.top.stride(0), present_or(s.q, s.top), row_stride(s.q), s.keys, s.mask, s.ann, present_or(s.v_a, s.top), present_or(s.v_p, s.top), s.alpha,
-                           present_or(s.soft, s.alpha), s.ctx, s.ctx_c, s.ctx_c.stride(0), present_or(s.pos, s.alpha), present_or(s.tanh_u, s.ctx), S, H, Q,
-                           _slots(s.score, s.kind, Q, H), s.step, s.window, _inverse_two_variance(s.kind, s.window), SCORE=s.score_code,
-                           KIND=s.kind_code, REVERSED=s.reversed_source, BLOCK_S=positions_block(S), BLOCK_H=columns_block(S),
-                           num_warps=ATTENTION_WARPS)  # fmt: skip
+    _luong_attention[(B,)](
+        s.top,
+        s.top.stride(0),
+        present_or(s.q, s.top),
+        row_stride(s.q),
+        s.keys,
+        s.mask,
+        s.ann,
+        present_or(s.v_a, s.top),
+        present_or(s.v_p, s.top),
+        s.alpha,
+        present_or(s.soft, s.alpha),
+        s.ctx,
+        s.ctx_c,
+        s.ctx_c.stride(0),
+        present_or(s.pos, s.alpha),
+        present_or(s.tanh_u, s.ctx),
+        S,
+        H,
+        Q,
+        _slots(s.score, s.kind, Q, H),
+        s.step,
+        s.window,
+        _inverse_two_variance(s.kind, s.window),
+        SCORE=s.score_code,
+        KIND=s.kind_code,
+        REVERSED=s.reversed_source,
+        BLOCK_S=positions_block(S),
+        BLOCK_H=columns_block(S),
+        num_warps=ATTENTION_WARPS,
+    )
 
 
 def luong_attention_back(s: Any) -> None:
     """The `luong_attention_back` stage (stages.py) on its operands `s`."""
     B, S, H = s.ann.shape
     Q = s.dq.shape[1] if s.dq is not None else 0
-    _luong_attention_back[(B,)](s.d_ctop, s.d_ctop.stride(0), present_or(s.d_alpha, s.alpha), s.ann, s.alpha, present_or(s.soft, s.alpha), s.keys, present_or(s.q, s.d_ctop),
-                                row_stride(s.q), s.mask, present_or(s.v_a, s.d_below), present_or(s.v_p, s.d_below), present_or(s.pos, s.alpha),
-                                present_or(s.tanh_u, s.d_below), s.d_ctx, s.d_scores, s.d_below, present_or(s.dq, s.d_below), present_or(s.dq_c, s.d_ctop),
-                                row_stride(s.dq_c), present_or(s.d_keys, s.ann), present_or(s.dv_rows, s.d_below), present_or(s.dz, s.alpha), S, H, Q, _slots(s.score, s.kind, Q, H), s.window,
-                                _inverse_two_variance(s.kind, s.window), SCORE=s.score_code, KIND=s.kind_code, REVERSED=s.reversed_source,
-                                HAS_DALPHA=s.d_alpha is not None, BLOCK_S=positions_block(S), BLOCK_H=columns_block(S),
-                                BLOCK_P=positions_block(max(_slots(s.score, s.kind, Q, H), 1)),
-                                num_warps=ATTENTION_WARPS)  # fmt: skip
+    _luong_attention_back[(B,)](
+        s.d_ctop,
+        s.d_ctop.stride(0),
+        present_or(s.d_alpha, s.alpha),
+        s.ann,
+        s.alpha,
+        present_or(s.soft, s.alpha),
+        s.keys,
+        present_or(s.q, s.d_ctop),
+        row_stride(s.q),
+        s.mask,
+        present_or(s.v_a, s.d_below),
+        present_or(s.v_p, s.d_below),
+        present_or(s.pos, s.alpha),
+        present_or(s.tanh_u, s.d_below),
+        s.d_ctx,
+        s.d_scores,
+        s.d_below,
+        present_or(s.dq, s.d_below),
+        present_or(s.dq_c, s.d_ctop),
+        row_stride(s.dq_c),
+        present_or(s.d_keys, s.ann),
+        present_or(s.dv_rows, s.d_below),
+        present_or(s.dz, s.alpha),
+        S,
+        H,
+        Q,
+        _slots(s.score, s.kind, Q, H),
+        s.window,
+        _inverse_two_variance(s.kind, s.window),
+        SCORE=s.score_code,
+        KIND=s.kind_code,
+        REVERSED=s.reversed_source,
+        HAS_DALPHA=s.d_alpha is not None,
+        BLOCK_S=positions_block(S),
+        BLOCK_H=columns_block(S),
+        BLOCK_P=positions_block(max(_slots(s.score, s.kind, Q, H), 1)),
+        num_warps=ATTENTION_WARPS,
+    )
 
 
 def feed_tanh(s: Any) -> None:
     """The `feed_tanh` stage (stages.py) on its operands `s`."""
     rows, H = s.h_tilde.shape
-    _feed_tanh[row_grid(rows, H)](present_or(s.bias, s.pre), s.pre, s.h_tilde, present_or(s.fed, s.h_tilde), row_stride(s.fed), present_or(s.fed_c, s.pre), row_stride(s.fed_c), present_or(s.fed_mask, s.h_tilde), H,
-                               HAS_BIAS=s.bias is not None, HAS_FED=s.fed is not None, HAS_MASK=s.fed_mask is not None, BLOCK=BLOCK)  # fmt: skip
+    _feed_tanh[row_grid(rows, H)](
+        present_or(s.bias, s.pre),
+        s.pre,
+        s.h_tilde,
+        present_or(s.fed, s.h_tilde),
+        row_stride(s.fed),
+        present_or(s.fed_c, s.pre),
+        row_stride(s.fed_c),
+        present_or(s.fed_mask, s.h_tilde),
+        H,
+        HAS_BIAS=s.bias is not None,
+        HAS_FED=s.fed is not None,
+        HAS_MASK=s.fed_mask is not None,
+        BLOCK=BLOCK,
+    )
 
 
 def feed_tanh_back(s: Any) -> None:
     """The `feed_tanh_back` stage (stages.py) on its operands `s`."""
     rows, H = s.h_tilde.shape
-    _feed_tanh_back[row_grid(rows, H)](s.d_h_tilde, present_or(s.d_fed, s.d_h_tilde), row_stride(s.d_fed), present_or(s.fed_mask, s.h_tilde), s.h_tilde, s.d_pre, s.d_pre_c, H,
-                                    HAS_FED=s.d_fed is not None, HAS_MASK=s.fed_mask is not None, BLOCK=BLOCK)  # fmt: skip
-
+    _feed_tanh_back[row_grid(rows, H)](
+        s.d_h_tilde,
+        present_or(s.d_fed, s.d_h_tilde),
+        row_stride(s.d_fed),
+        present_or(s.fed_mask, s.h_tilde),
+        s.h_tilde,
+        s.d_pre,
+        s.d_pre_c,
+        H,
+        HAS_FED=s.d_fed is not None,
+        HAS_MASK=s.fed_mask is not None,
+        BLOCK=BLOCK,
+    )

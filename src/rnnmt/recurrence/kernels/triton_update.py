@@ -51,8 +51,9 @@ def _output_softmax(logits, stride, bias, target, nll, V, HAS_BIAS: tl.constexpr
 def output_softmax(s: Any) -> None:
     """The `output_softmax` stage (stages.py) on its operands `s`."""
     rows, V = s.logits.shape
-    _output_softmax[(rows,)](s.logits, s.logits.stride(0), present_or(s.bias, s.logits), s.target, s.nll, V, HAS_BIAS=s.bias is not None, BLOCK_V=VOCAB_BLOCK,
-                             num_warps=8)  # fmt: skip
+    _output_softmax[(rows,)](
+        s.logits, s.logits.stride(0), present_or(s.bias, s.logits), s.target, s.nll, V, HAS_BIAS=s.bias is not None, BLOCK_V=VOCAB_BLOCK, num_warps=8
+    )
 
 
 @triton.jit
@@ -81,7 +82,9 @@ def _adadelta_update(param, grad, square_avg, acc_delta, norm_ptr, n, lr, max_no
 def adadelta_update(s: Any) -> None:
     """The `adadelta_update` stage (stages.py) on its operands `s`."""
     n = s.param.numel()
-    _adadelta_update[(triton.cdiv(n, UPDATE_BLOCK),)](s.param, s.grad, s.square_avg, s.acc_delta, s.norm, n, s.lr, s.max_norm, s.rho, 1 - s.rho, s.eps, BLOCK=UPDATE_BLOCK)
+    _adadelta_update[(triton.cdiv(n, UPDATE_BLOCK),)](
+        s.param, s.grad, s.square_avg, s.acc_delta, s.norm, n, s.lr, s.max_norm, s.rho, 1 - s.rho, s.eps, BLOCK=UPDATE_BLOCK
+    )
 
 
 @triton.jit
