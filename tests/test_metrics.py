@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rnnmt.train.loop import TrainingInterrupted
-from rnnmt.train.metrics import EVENTS, FILE, read_metrics
+from rnnmt.train.metrics import EVENTS, FILE, WindowMean, read_metrics
 
 from test_training import make_trainer, record_progress, stop_signal_handlers  # noqa: F401 (a fixture)
 
@@ -102,11 +102,17 @@ def tensorboard_scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
     return scalars
 
 
-def test_tensorboard_events_hold_the_rows(tiny_corpus, tmp_path):
+def test_tensorboard_events_hold_the_log_points_and_validations(tiny_corpus, tmp_path):
     pytest.importorskip("tensorboardX", reason="tensorboardX is not installed (pip install -e '.[tensorboard]'); events are written only with it")
     make_trainer(tiny_corpus, tmp_path, **SETTINGS).run()
     rows, scalars = read_metrics(tmp_path / FILE), tensorboard_scalars(tmp_path / EVENTS)
-    for key in ("train_nll_per_token", "grad_norm", "lr", "dev_nll", "dev_ppl", "target_tokens_per_s"):
-        expected = [(row["update"], row[key]) for row in rows if key in row]
-        assert [step for step, _ in scalars[key]] == [step for step, _ in expected], key
-        assert [value for _, value in scalars[key]] == pytest.approx([value for _, value in expected], rel=1e-6), key
+    window = WindowMean()
+    means = [(row["update"], mean) for row in rows if (mean := window.add(row)) is not None]
+    assert [update for update, _ in means] == [3, 6, 9, 12]
+    expected = {"train_nll_per_token": means}
+    expected |= {key: [(row["update"], row[key]) for row in rows if "wall_time_s" in row] for key in ("lr", "grad_norm", "target_tokens_per_s", "epoch")}
+    expected |= {key: [(row["update"], row[key]) for row in rows if key in row] for key in ("dev_nll", "dev_ppl")}
+    assert set(scalars) == set(expected)
+    for key, points in expected.items():
+        assert [step for step, _ in scalars[key]] == [step for step, _ in points], key
+        assert [value for _, value in scalars[key]] == pytest.approx([value for _, value in points], rel=1e-6), key

@@ -10,6 +10,10 @@ The rows of an update wait, on the device, until the next log point, validation,
 recording them costs no synchronisation; there they are appended to the file. That happens before a
 checkpoint is written, so the file always reaches the checkpoint's update, and a resumed run first cuts it back
 to that update: no update appears twice.
+
+TensorBoard gets the log points (the training NLL per target token of the log window, learning rate, gradient
+norm, tokens/s, epoch) and the validations: a point per update would cost more time than the file (its writer
+queues each value) and show mostly batch-to-batch noise.
 """
 
 from __future__ import annotations
@@ -36,6 +40,26 @@ class _Pending:
     norm: torch.Tensor
 
 
+class WindowMean:
+    """The training NLL per target token of each log window (the updates since the previous log point), from rows."""
+
+    def __init__(self) -> None:
+        self.summed, self.tokens = 0.0, 0
+
+    def add(self, row: dict[str, Any]) -> float | None:
+        """Take one row; at a log point's row (the one with the clock) return its window's mean."""
+        self.summed += row["train_nll_per_token"] * row["target_tokens"]
+        self.tokens += row["target_tokens"]
+        if "wall_time_s" not in row:
+            return None
+        mean, self.summed, self.tokens = self.summed / self.tokens, 0.0, 0
+        return mean
+
+
+# What TensorBoard shows of a log point's row (the window's NLL replaces the update's).
+LOGGED = ("lr", "grad_norm", "target_tokens_per_s", "epoch")
+
+
 def read_metrics(path: Path) -> list[dict[str, Any]]:
     """The rows of a metrics file; a last line cut short by a kill is left out."""
     rows = []
@@ -56,7 +80,8 @@ def _tensorboard(folder: Path, resume_at: int) -> Any:
         return None
     if resume_at == 0:
         shutil.rmtree(folder, ignore_errors=True)
-    return SummaryWriter(str(folder), purge_step=resume_at + 1 if resume_at else None)
+    # A queue of a thousand events: the writer thread drains it between log points, so adding never waits.
+    return SummaryWriter(str(folder), purge_step=resume_at + 1 if resume_at else None, max_queue=1000)
 
 
 class MetricsLog:
@@ -66,6 +91,7 @@ class MetricsLog:
         self.path, self.events, self.max_norm, self.write = out_dir / FILE, out_dir / EVENTS, max_norm, write
         self.pending: list[_Pending] = []
         self.tensorboard: Any = None
+        self.window = WindowMean()
 
     def start(self, update: int) -> None:
         """Begin at `update` (a checkpoint's, 0 for a new run): rows after it, from a run that stopped later, go."""
@@ -113,10 +139,16 @@ class MetricsLog:
             out.write("".join(json.dumps(row) + "\n" for row in rows))
         if self.tensorboard is not None:
             for row in rows:
-                for key, value in row.items():
-                    if key != "update" and isinstance(value, (int, float)) and not isinstance(value, bool):
-                        self.tensorboard.add_scalar(key, value, row["update"])
+                self._to_tensorboard(row)
             self.tensorboard.flush()
+
+    def _to_tensorboard(self, row: dict[str, Any]) -> None:
+        """A log point's window NLL and LOGGED values, and a validation's held-out costs."""
+        scalars = {key: value for key, value in row.items() if key.endswith(("_nll", "_ppl"))}
+        if (mean := self.window.add(row)) is not None:
+            scalars |= {"train_nll_per_token": mean, **{key: row[key] for key in LOGGED if row[key] is not None}}
+        for key, value in scalars.items():
+            self.tensorboard.add_scalar(key, value, row["update"])
 
     def close(self) -> None:
         if self.tensorboard is not None:
