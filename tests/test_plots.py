@@ -1,12 +1,15 @@
 """Figure 2 / Figure 3 style plots: valid PNG files, shape checks."""
 
+import json
 import math
 import struct
+from pathlib import Path
 
 import matplotlib
 import pytest
 
 from rnnmt.errors import UserError
+from rnnmt.evaluate.figures import figure_command, training_points
 from rnnmt.evaluate.plots import plot_alignments, plot_length_curves, seed_curve
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -95,3 +98,42 @@ def test_several_seeds_draw_their_mean_with_a_min_max_band(tmp_path):
     shifted = [[{**p, "x": p["x"] + 1} for p in seeds[0]], seeds[1]]
     with pytest.raises(UserError, match="different x values"):
         seed_curve("RNNsearch-50", shifted)
+
+
+def test_figure_kinds_are_the_schemas():
+    import yaml
+
+    from rnnmt.evaluate.figures import FIGURE_KINDS
+
+    schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text())
+    assert list(FIGURE_KINDS) == schema["properties"]["figures"]["additionalProperties"]["properties"]["kind"]["enum"]
+
+
+def _metrics(folder: Path, rows: list[dict]) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "meta.json").write_text("{}")
+    return folder / "meta.json"
+
+
+def test_training_curves_are_log_window_means_and_validations(tmp_path):
+    row = lambda u, nll, tokens, **more: {"update": u, "train_nll_per_token": nll, "target_tokens": tokens, **more}
+    rows = [row(1, 4.0, 10), row(2, 2.0, 30, wall_time_s=1.0), row(3, 1.0, 20), row(4, 3.0, 20, wall_time_s=2.0, dev_ppl=math.e**2, dev_nll=9.0)]
+    points = training_points(_metrics(tmp_path / "a", rows), "dev")
+    assert points == {"train": [{"x": 2, "nll": (40 + 60) / 40}, {"x": 4, "nll": 2.0}], "heldout": [{"x": 4, "nll": pytest.approx(2.0)}]}
+    other = [{**r, "train_nll_per_token": r["train_nll_per_token"] + 1} for r in rows]
+    spec = {
+        "kind": "training",
+        "title": "Training curves",
+        "banner": None,
+        "heldout": "dev",
+        "curves": [{"label": "A", "files": [str(tmp_path / "a/meta.json"), str(_metrics(tmp_path / "b", other))]}],
+    }
+    figure_command(spec, tmp_path / "training.png")
+    assert _sane(_png_size(tmp_path / "training.png"))
+
+
+def test_a_training_curve_without_its_metrics_file_names_it(tmp_path):
+    (tmp_path / "meta.json").write_text("{}")
+    with pytest.raises(UserError, match=r"metrics.jsonl is missing: the model was trained before rnnmt wrote metrics.jsonl; delete .*meta.json"):
+        training_points(tmp_path / "meta.json", "dev")

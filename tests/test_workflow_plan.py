@@ -60,7 +60,9 @@ def test_the_demo_runs_its_listed_systems_and_makes_every_output(demo):
     for name in ("bahdanau2014_table1", "bahdanau2014_table2", "luong2015_table1", "luong2015_table4", "claims", "coverage"):
         assert paths.table(name, "md") in targets
     assert "results/tables/luong2015_table2.md" not in targets  # its rows need the ensemble or local-p (general)
-    assert {paths.figure(f) for f in ("bahdanau2014_fig2", "bahdanau2014_fig3", "luong2015_fig5", "luong2015_fig6", "luong2015_fig7")} <= set(targets)
+    drawn = ("bahdanau2014_fig2", "bahdanau2014_fig3", "luong2015_fig5", "luong2015_fig6", "luong2015_fig7", "learning_bahdanau2014_table1")
+    assert {paths.figure(f) for f in (*drawn, "learning_luong2015_table1", "learning_luong2015_table4")} <= set(targets)
+    assert paths.figure("learning_luong2015_table3") not in targets  # De-En: no system of it at the demo scale
     assert targets[-2:] == [paths.raw_report("en-fr"), paths.provenance()]
 
 
@@ -177,8 +179,12 @@ def test_each_seed_is_a_run_with_its_own_model_settings_and_scores():
     assert row["seeds"][1]["file"] == "results/scores/rnnsearch-50.seed2.json"
     claim = reports.claims_spec()["claims"][0]
     assert [r["hyps"] for r in claim["runs_a"]] == ["results/translations/rnnsearch-50/test.all.txt", "results/translations/rnnsearch-50.seed2/test.all.txt"]
-    curves = reports.length_curve_flags(None)
-    assert sum(flag.startswith("--curve=RNNsearch-50=") for flag in curves) == 2  # one mean curve with a band
+    curves = {c["label"]: c["files"] for c in reports.figure_spec("bahdanau2014_fig2")["curves"]}
+    assert curves["RNNsearch-50"] == ["results/scores/rnnsearch-50.json", "results/scores/rnnsearch-50.seed2.json"]  # one mean curve with a band
+    training = {c["label"]: c["files"] for c in reports.figure_spec("learning_bahdanau2014_table1")["curves"]}
+    assert training["RNNsearch-50"] == ["results/models/rnnsearch-50/meta.json", "results/models/rnnsearch-50.seed2/meta.json"]
+    heldout = reports.figure_spec("luong2015_fig5")
+    assert heldout["heldout"] == "test" and all(len(c["files"]) == 1 for c in heldout["curves"])  # the first seed's history
 
 
 def test_seeds_can_be_set_per_scale_and_per_system():
@@ -186,7 +192,7 @@ def test_seeds_can_be_set_per_scale_and_per_system():
     assert plan.runs_of("rnnencdec-50") == ["rnnencdec-50.seed3"]  # the reference seed 1 is not among the scale's
     assert plan.runs_of("rnnsearch-50") == ["rnnsearch-50", "rnnsearch-50.seed4"]
     assert RuleInputs(plan).train(SimpleNamespace(system="rnnencdec-50.seed3"))["system"] == "results/config/rnnencdec-50.seed3.json"
-    assert Reports(plan).heatmap_input(None) == ["results/alignments/rnnsearch-50.json"]
+    assert Reports(plan).figure_inputs(SimpleNamespace(figure="bahdanau2014_fig3")) == ["results/alignments/rnnsearch-50.json"]
 
 
 def test_an_ensemble_decodes_its_members_runs_of_one_seed():

@@ -111,11 +111,8 @@ def _check_references(config: dict[str, Any]) -> None:
         unknown = [s for s in scale_["systems"] if s not in config["systems"]]
         if unknown:
             raise UserError(f"config: scales.{scale}.systems names {', '.join(unknown)}, which are not under 'systems'.")
-    figures = config["figures"]
-    if "bahdanau2014_fig2" in figures and figures["bahdanau2014_fig2"]["table"] not in config["tables"]:
-        raise UserError(f"config: figures.bahdanau2014_fig2.table '{figures['bahdanau2014_fig2']['table']}' is not under 'tables'.")
-    if "bahdanau2014_fig3" in figures and figures["bahdanau2014_fig3"]["system"] not in config["systems"]:
-        raise UserError(f"config: figures.bahdanau2014_fig3.system '{figures['bahdanau2014_fig3']['system']}' is not under 'systems'.")
+    for name, figure in config["figures"].items():
+        _check_figure(config, name, figure)
     for scale, scale_ in config["scales"].items():
         for pair in scale_["corpora"]:
             if pair not in config["pairs"]:
@@ -147,6 +144,24 @@ def _check_references(config: dict[str, Any]) -> None:
                     f"config: tables.{name} is on {table['pair']}, but its row '{row['system']}' translates "
                     f"{declared_pair(config, row['system'])}; expected only {table['pair']} systems."
                 )
+
+
+def _check_figure(config: dict[str, Any], name: str, figure: dict[str, Any]) -> None:
+    """A figure's table or rows name what exists, and no more curves or other systems than its kind draws."""
+    from rnnmt.evaluate.figures import figure_kind
+
+    kind = figure_kind(figure["kind"])
+    if "table" in figure:
+        if figure["table"] not in config["tables"]:
+            raise UserError(f"config: figures.{name}.table '{figure['table']}' is not under 'tables'.")
+        return
+    known = config["systems"] if kind.trained else {**config["systems"], **config.get("ensembles", {})}
+    for row in figure["rows"]:
+        if row["system"] not in known:
+            what = "'systems' (a trained system: it draws training files)" if kind.trained else "'systems' or 'ensembles'"
+            raise UserError(f"config: figures.{name} names system '{row['system']}', which is not under {what}.")
+    if kind.max_curves is not None and len(figure["rows"]) > kind.max_curves:
+        raise UserError(f"config: figures.{name} has {len(figure['rows'])} rows; a {figure['kind']} figure draws at most {kind.max_curves}.")
 
 
 def read_yaml(path: Path) -> Any:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from rnnmt.cli.arguments import Command, key_value, positive
+from rnnmt.cli.arguments import Command, positive
 
 
 def args_score(p: argparse.ArgumentParser) -> None:
@@ -90,63 +90,16 @@ def run_coverage(a: argparse.Namespace) -> None:
     coverage_command(read_json_file(a.spec, "the coverage spec"), a.csv, a.md)
 
 
-def args_plot_length(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--curve",
-        type=key_value,
-        action="append",
-        required=True,
-        metavar="LABEL=SCORES_JSON",
-        help="repeatable; a label given several times (one file per seed) is drawn as their mean with a min-max band",
-    )
-    p.add_argument(
-        "--field",
-        choices=["length_curve", "length_groups"],
-        default="length_curve",
-        help="Bahdanau's sliding window (Figure 2) or Luong's groups by reference length (Figure 6)",
-    )
-    p.add_argument("--title", required=True)
-    p.add_argument("--xlabel", default="Sentence length (source tokens)")
-    p.add_argument("--banner")
-    p.add_argument("--output", type=Path, required=True)
+def args_figure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--spec", type=Path, required=True, help="JSON file: {kind, title, banner, curves: [{label, files}], ...} (evaluate/figures.py)")
+    p.add_argument("--output", type=Path, required=True, help="the PNG to write")
 
 
-def run_plot_length(a: argparse.Namespace) -> None:
-    from rnnmt.evaluate.plots import plot_length_files
+def run_figure(a: argparse.Namespace) -> None:
+    from rnnmt.evaluate.figures import figure_command
+    from rnnmt.fileio import read_json_file
 
-    scores: dict[str, list[Path]] = {}
-    for label, path in a.curve:
-        scores.setdefault(label, []).append(Path(path))
-    plot_length_files(scores, a.output, field=a.field, title=a.title, xlabel=a.xlabel, banner=a.banner)
-
-
-def args_plot_learning(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--curve", type=key_value, action="append", required=True, metavar="LABEL=META_JSON")
-    p.add_argument("--heldout", default="test", help="the held-out set whose cost to plot")
-    p.add_argument("--title", required=True)
-    p.add_argument("--banner")
-    p.add_argument("--output", type=Path, required=True)
-
-
-def run_plot_learning(a: argparse.Namespace) -> None:
-    from rnnmt.evaluate.plots import plot_learning_files
-
-    metas = {label: Path(path) for label, path in a.curve}
-    plot_learning_files(metas, a.output, heldout=a.heldout, title=a.title, banner=a.banner)
-
-
-def args_plot_alignments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--input", type=Path, nargs="+", required=True, help="rnnmt align output(s)")
-    p.add_argument("--label", action="append", default=[], help="with several inputs: one label per input")
-    p.add_argument("--panel", type=int, default=0, help="with several inputs: which sentence of each")
-    p.add_argument("--title", required=True)
-    p.add_argument("--output", type=Path, required=True)
-
-
-def run_plot_alignments(a: argparse.Namespace) -> None:
-    from rnnmt.evaluate.plots import plot_alignment_files
-
-    plot_alignment_files(a.input, a.output, labels=a.label, panel=a.panel, title=a.title)
+    figure_command(read_json_file(a.spec, "the figure spec"), a.output)
 
 
 def args_provenance(p: argparse.ArgumentParser) -> None:
@@ -166,13 +119,6 @@ COMMANDS = [
     Command("table", "render a paper table: reproduced next to published numbers", args_table, run_table),
     Command("claims", "paired-bootstrap 95% intervals for the BLEU differences the papers' claims rest on", args_claims, run_claims),
     Command("coverage", "the list of the papers' tables and figures, and which this run regenerates", args_coverage, run_coverage),
-    Command("plot-length", "BLEU against sentence length (Bahdanau Figure 2, Luong Figure 6)", args_plot_length, run_plot_length),
-    Command("plot-learning", "held-out cost per word against updates, from meta.json histories (Luong Figure 5)", args_plot_learning, run_plot_learning),
-    Command(
-        "plot-alignments",
-        "alignment heat maps: one model's samples (Bahdanau Figure 3) or one sentence by several (Luong Figure 7)",
-        args_plot_alignments,
-        run_plot_alignments,
-    ),
+    Command("figure", "draw a figure: BLEU by length, learning curves or alignments (evaluate/figures.py)", args_figure, run_figure),
     Command("provenance", "record config, installed packages against the lock, git revision and hardware", args_provenance, run_provenance),
 ]

@@ -1,5 +1,6 @@
-"""Figures: BLEU vs sentence length (Bahdanau Figure 2, Luong Figure 6), learning curves (Luong
-Figure 5) and alignment heat maps (Bahdanau Figure 3, Luong Figure 7).
+"""Drawing: BLEU vs sentence length (Bahdanau Figure 2, Luong Figure 6), learning curves (Luong Figure 5,
+and every system's training and dev NLL) and alignment heat maps (Bahdanau Figure 3, Luong Figure 7).
+evaluate/figures.py reads the files a figure draws.
 
 Figures are drawn on a bare Figure with the Agg canvas, so importing this module leaves pyplot and the
 global matplotlib backend alone.
@@ -10,14 +11,14 @@ from __future__ import annotations
 import math
 import os
 import string
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from rnnmt.errors import UserError
-from rnnmt.fileio import atomic_path, read_json
+from rnnmt.fileio import atomic_path
 
 MAX_PANELS = 4
 # Distinct line styles and markers keep the curves apart in grayscale print, like the paper's figure.
@@ -36,16 +37,16 @@ def _save_png(fig: Figure, out_png: str | os.PathLike) -> None:
         fig.savefig(tmp, format="png", dpi=150, bbox_inches="tight")
 
 
-def _bleu(points: list[dict]) -> np.ndarray:
-    return np.array([math.nan if p["bleu"] is None else p["bleu"] for p in points], dtype=float)
+def _values(points: list[dict], key: str) -> np.ndarray:
+    return np.array([math.nan if p[key] is None else p[key] for p in points], dtype=float)
 
 
-def seed_curve(system: str, seeds: list[list[dict]]) -> tuple[list, list[float], tuple[np.ndarray, np.ndarray] | None]:
-    """(x, BLEU) of one system's curve: a single seed's as is, several seeds' mean with their (min, max) band."""
+def seed_curve(system: str, seeds: list[list[dict]], key: str = "bleu") -> tuple[list, list[float], tuple[np.ndarray, np.ndarray] | None]:
+    """(x, `key`) of one system's curve: a single seed's as is, several seeds' mean with their (min, max) band."""
     xs = [p["x"] for p in seeds[0]]
     if any([p["x"] for p in points] != xs for points in seeds):
-        raise UserError(f"The curves of {system!r} have different x values; score every seed with the same settings.")
-    ys = np.array([_bleu(points) for points in seeds])
+        raise UserError(f"The curves of {system!r} have different x values; run every seed with the same settings.")
+    ys = np.array([_values(points, key) for points in seeds])
     if len(seeds) == 1:
         return xs, list(ys[0]), None
     return xs, list(ys.mean(axis=0)), (ys.min(axis=0), ys.max(axis=0))
@@ -64,13 +65,21 @@ def plot_length_curves(
     seed: the mean line, and the seeds' min–max as a band when there are several; "bleu": None is a gap."""
     if not curves:
         raise UserError("A length plot needs at least one system's curve.")
+    lines, bands = _over_seeds(curves, "bleu")
+    fig, ax = _figure(title, banner)
+    _draw_lines(ax, lines, bands, xlabel=xlabel, ylabel="BLEU score", markevery=markevery, from_zero=True)
+    _save_png(fig, out_png)
+
+
+def _over_seeds(curves: dict[str, list[list[dict]]], key: str) -> tuple[dict[str, tuple[list, list]], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Each system's mean line over its seeds, and the (min, max) band of those with several."""
     lines, bands = {}, {}
     for system, seeds in curves.items():
-        xs, mean, band = seed_curve(system, seeds)
+        xs, mean, band = seed_curve(system, seeds, key)
         lines[system] = (xs, mean)
         if band is not None:
             bands[system] = band
-    _line_plot(lines, out_png, title=title, xlabel=xlabel, ylabel="BLEU score", banner=banner, markevery=markevery, from_zero=True, bands=bands)
+    return lines, bands
 
 
 def plot_learning_curves(curves: dict[str, list[tuple[int, float]]], out_png: str | os.PathLike, *, title: str, ylabel: str, banner: str | None = None) -> None:
@@ -78,29 +87,49 @@ def plot_learning_curves(curves: dict[str, list[tuple[int, float]]], out_png: st
     if not curves or not any(curves.values()):
         raise UserError("A learning-curve plot needs at least one system with validation points.")
     lines = {system: ([u for u, _ in points], [c for _, c in points]) for system, points in curves.items()}
-    _line_plot(lines, out_png, title=title, xlabel="Mini-batches", ylabel=ylabel, banner=banner, markevery=1, from_zero=False)
+    fig, ax = _figure(title, banner)
+    _draw_lines(ax, lines, {}, xlabel="Mini-batches", ylabel=ylabel, markevery=1, from_zero=False)
+    _save_png(fig, out_png)
 
 
-def _line_plot(
-    lines: dict[str, tuple[list, list]],
-    out_png,
-    *,
-    title: str,
-    xlabel: str,
-    ylabel: str,
-    banner: str | None,
-    markevery: int,
-    from_zero: bool,
-    bands: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+def plot_training_curves(
+    curves: dict[str, list[dict[str, list[dict]]]], out_png: str | os.PathLike, *, title: str, heldout: str, banner: str | None = None
 ) -> None:
-    """Lines in distinct styles; a line with a band (min, max per x) is a mean over seeds, drawn over its band."""
+    """Two panels against updates: training NLL per target token (one point per log window) and the `heldout` set's
+    NLL per target token (one per validation). `curves`: per system, one {"train": points, "heldout": points} per
+    seed, each point {"x": update, "nll": value}; several seeds are drawn as their mean over a min–max band."""
+    if not curves:
+        raise UserError("A training-curve plot needs at least one system.")
+    fig = Figure(figsize=(12.8, 4.8))
+    panels = fig.subplots(1, 2)
+    for ax, part, ylabel in ((panels[0], "train", "training NLL per target token"), (panels[1], "heldout", f"{heldout} NLL per target token")):
+        lines, bands = _over_seeds({system: [seed[part] for seed in seeds] for system, seeds in curves.items()}, "nll")
+        _draw_lines(ax, lines, bands, xlabel="Updates", ylabel=ylabel, markevery=max(1, max(len(xs) for xs, _ in lines.values()) // 10), from_zero=False)
+    fig.suptitle(_literal(title))
+    if banner:
+        panels[0].set_title(_literal(banner), fontsize=8, style="italic", color="darkred")
+    _save_png(fig, out_png)
+
+
+def _figure(title: str, banner: str | None) -> tuple[Figure, Any]:
+    """A one-panel figure with its title, and the banner (the demo's) above the panel."""
     fig = Figure(figsize=(6.4, 4.8))
     ax = fig.add_subplot()
+    fig.suptitle(_literal(title))
+    if banner:
+        ax.set_title(_literal(banner), fontsize=8, style="italic", color="darkred")
+    return fig, ax
+
+
+def _draw_lines(
+    ax: Any, lines: dict[str, tuple[list, list]], bands: dict[str, tuple[np.ndarray, np.ndarray]], *, xlabel: str, ylabel: str, markevery: int, from_zero: bool
+) -> None:
+    """Lines in distinct styles; a line with a band (min, max per x) is a mean over seeds, drawn over its band."""
     for k, (system, (xs, ys)) in enumerate(lines.items()):
         (line,) = ax.plot(
             xs, ys, label=_literal(system), linestyle=LINE_STYLES[k % len(LINE_STYLES)], marker=MARKERS[k % len(MARKERS)], markevery=markevery, markersize=4
         )
-        if bands and system in bands:
+        if system in bands:
             ax.fill_between(xs, *bands[system], color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel(_literal(xlabel))
     ax.set_ylabel(_literal(ylabel))
@@ -108,10 +137,6 @@ def _line_plot(
         ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend()
-    fig.suptitle(_literal(title))
-    if banner:
-        ax.set_title(_literal(banner), fontsize=8, style="italic", color="darkred")
-    _save_png(fig, out_png)
 
 
 def _weights(panel: dict, index: int) -> np.ndarray:
@@ -161,42 +186,3 @@ def plot_alignments(panels: list[dict], out_png: str | os.PathLike, *, title: st
         ax.set_axis_off()
     fig.suptitle(_literal(title))
     _save_png(fig, out_png)
-
-
-# --- from the files the workflow writes -----------------------------------------------------------
-
-
-def plot_length_files(scores: dict[str, list[Path]], out_png: str | os.PathLike, *, field: str, title: str, xlabel: str, banner: str | None) -> None:
-    """`rnnmt plot-length`: the `field` curve (length_curve or length_groups) of each label's scores JSON files
-    (one per seed: their mean, with a band)."""
-    curves = {label: [read_json(path)[field] for path in paths] for label, paths in scores.items()}
-    # The sliding window has a point per length: a marker on each would hide the line.
-    plot_length_curves(curves, out_png, title=title, xlabel=xlabel, banner=banner, markevery=10 if field == "length_curve" else 1)
-
-
-def plot_learning_files(metas: dict[str, Path], out_png: str | os.PathLike, *, heldout: str, title: str, banner: str | None) -> None:
-    """`rnnmt plot-learning`: the `heldout` cost (nats per word) of each label's meta.json history."""
-    curves = {}
-    for label, path in metas.items():
-        history = read_json(path)["history"]
-        if history and f"{heldout}_ppl" not in history[0]:
-            raise UserError(f"{path} has no '{heldout}' cost in its history; train with heldout: [..., {heldout}].")
-        curves[label] = [(h["update"], math.log(h[f"{heldout}_ppl"])) for h in history]
-    plot_learning_curves(curves, out_png, title=title, ylabel=f"{heldout} cost (nats per word)", banner=banner)
-
-
-def plot_alignment_files(inputs: list[Path], out_png: str | os.PathLike, *, labels: list[str], panel: int, title: str) -> None:
-    """`rnnmt plot-alignments`: one `rnnmt align` output's panels, or sentence `panel` of each of several
-    outputs, labelled."""
-    if len(inputs) == 1:
-        plot_alignments(read_json(inputs[0]), out_png, title=title)
-        return
-    if len(labels) != len(inputs):
-        raise UserError(f"plot-alignments got {len(inputs)} inputs and {len(labels)} labels; give one --label per input.")
-    panels = []
-    for path, label in zip(inputs, labels):
-        samples = read_json(path)
-        if not 0 <= panel < len(samples):
-            raise UserError(f"{path} has {len(samples)} sentences; --panel {panel} is not one of them.")
-        panels.append({**samples[panel], "label": label})
-    plot_alignments(panels, out_png, title=title)

@@ -237,9 +237,9 @@ class RuleInputs:
         flags = ["--lang", self.plan.langs(pair)[1], "--threshold", str(self.plan.config["evaluation"]["long_threshold"])]
         flags += ["--hyps-nounk", input.hyps_nounk, "--nounk-ids", input.ids] if "ids" in input.keys() else []
         flags += ["--rejoin-hyphens"] if self.plan.config["pairs"][pair]["rejoin_hyphens"] else []
-        curve, groups = self.plan.figure("bahdanau2014_fig2"), self.plan.figure("luong2015_fig6")
-        flags += ["--window", str(curve["window"]), "--max-length", str(curve["max_length"]), "--length-by", curve["length_by"]] if curve else []
-        return shlex.join(flags + (["--group-size", str(groups["group_size"])] if groups else []))
+        curve, groups = self.plan.config["evaluation"]["length_curve"], self.plan.config["evaluation"]["length_groups"]
+        flags += ["--window", str(curve["window"]), "--max-length", str(curve["max_length"]), "--length-by", curve["by"], "--group-size", str(groups["size"])]
+        return shlex.join(flags)
 
     def alignments(self, wildcards: Any) -> dict[str, str]:
         pair = self.plan.pair_of(wildcards.system)
@@ -251,18 +251,8 @@ class RuleInputs:
         }
 
     def alignment_flags(self, wildcards: Any) -> str:
-        """Figure 3's sentences: the scale's fixed ones and a seeded random draw from the No-UNK subset."""
-        fig = self.plan.figure("bahdanau2014_fig3")
+        """The alignment figures' sentences: the scale's fixed ones and a seeded random draw from the No-UNK subset."""
+        samples = self.plan.config["evaluation"]["alignments"]
         flags = [f"--fixed={s}" for s in self.plan.scale["figures"]["alignment_fixed"]]
-        if fig:
-            flags += [
-                "--random",
-                str(fig["random"]),
-                "--min-length",
-                str(fig["min_length"]),
-                "--max-length",
-                str(fig["max_length"]),
-                "--seed",
-                str(fig["seed"]),
-            ]
-        return shlex.join(flags)
+        flags += ["--random", str(samples["random"]), "--min-length", str(samples["min_length"]), "--max-length", str(samples["max_length"])]
+        return shlex.join(flags + ["--seed", str(samples["seed"])])

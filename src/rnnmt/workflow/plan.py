@@ -10,6 +10,7 @@ from typing import Any
 from rnnmt import config as cfg
 from rnnmt.data import sources
 from rnnmt.errors import UserError
+from rnnmt.evaluate.figures import figure_kind
 from rnnmt.workflow import paths
 
 DEMO_BANNER = "Synthetic demo data: not comparable with the papers' numbers"
@@ -197,6 +198,7 @@ class Plan:
             "file": one_of(list(self.archive_files)),
             "system": one_of(list(self.runs)) if self.systems else "NONE",
             "table": one_of(list(self.config["tables"])),
+            "figure": one_of(list(self.config["figures"])) if self.config["figures"] else "NONE",
             "subset": "all|nounk",
             # [SPLIT/]SYSTEM[.unk]: no folder for the first test set.
             "score": rf"(({one_of(self.named_test_splits)})/)?({one_of(list(self.runs))})(\.unk)?",
@@ -212,43 +214,21 @@ class Plan:
         """Active systems (and ensembles) that are rows of a table, in row order."""
         return list(dict.fromkeys(r["system"] for r in self.table_rows(table) if "system" in r))
 
-    def figure(self, key: str) -> dict[str, Any] | None:
-        """A figure's settings, or None when config.yaml leaves it out."""
-        return self.config["figures"].get(key)
+    def figure_rows(self, name: str) -> list[tuple[str, bool]]:
+        """The curves of figure `name` at the active scale, as (system, unk_replace): its table's systems or its rows,
+        those that run here; for a kind that reads training files, those trained here (and that validate on the
+        figure's held-out set where it names one)."""
+        fig = self.config["figures"][name]
+        kind = figure_kind(fig["kind"])
+        rows = [(s, False) for s in self.table_systems(fig["table"])] if "table" in fig else [(r["system"], r["unk_replace"]) for r in fig["rows"]]
+        rows = [(s, unk) for s, unk in rows if s in (self.systems if kind.trained else self.decoded)]
+        if "heldout" in kind.options:
+            rows = [(s, unk) for s, unk in rows if fig["heldout"] in self.resolved(s)["heldout"]]
+        return rows
 
-    def length_curve_systems(self) -> list[str]:
-        """Figure 2's curves: the active systems of its table."""
-        return self.table_systems(self.figure("bahdanau2014_fig2")["table"]) if self.figure("bahdanau2014_fig2") else []
-
-    def learning_curve_systems(self) -> list[str]:
-        """Figure 5's curves: trained systems of its table that log the figure's held-out cost."""
-        fig = self.figure("luong2015_fig5")
-        return [s for s in self.table_systems(fig["table"]) if s in self.systems and fig["heldout"] in self.resolved(s)["heldout"]] if fig else []
-
-    def length_group_rows(self) -> list[tuple[str, bool]]:
-        """Figure 6's curves that run at the active scale: (system, unk_replace)."""
-        fig = self.figure("luong2015_fig6")
-        return [(r["system"], r["unk_replace"]) for r in fig["rows"] if r["system"] in self.decoded] if fig else []
-
-    def alignment_systems(self) -> list[str]:
-        """Figure 7's systems that run at the active scale (the same sentence aligned by each)."""
-        fig = self.figure("luong2015_fig7")
-        return [s for s in fig["systems"] if s in self.systems] if fig else []
-
-    def heatmap_systems(self) -> list[str]:
-        """Figure 3's system, when it runs at the active scale."""
-        fig = self.figure("bahdanau2014_fig3")
-        return [fig["system"]] if fig and fig["system"] in self.systems else []
-
-    def figure_systems(self) -> dict[str, list]:
-        """What each figure (figures.<key>) draws at the active scale, in the final targets' order; empty: not made."""
-        return {
-            "bahdanau2014_fig2": self.length_curve_systems(),
-            "bahdanau2014_fig3": self.heatmap_systems(),
-            "luong2015_fig5": self.learning_curve_systems(),
-            "luong2015_fig6": self.length_group_rows(),
-            "luong2015_fig7": self.alignment_systems(),
-        }
+    def figure_systems(self) -> dict[str, list[tuple[str, bool]]]:
+        """What each figure (figures.<name>) draws at the active scale, in config order; empty: not made."""
+        return {name: self.figure_rows(name) for name in self.config["figures"]}
 
     def active_claims(self) -> list[dict[str, Any]]:
         """The claims whose two systems run at the active scale."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rnnmt import config as cfg
+from rnnmt.evaluate.figures import figure_kind
 from rnnmt.workflow import paths
 from rnnmt.workflow.plan import DEMO_BANNER, Plan, score_name, split_score_name, translation_of
 
@@ -21,10 +22,12 @@ class Reports:
     # --- settings files (paths.settings) ---------------------------------------------------------------
 
     def settings_names(self) -> list[str]:
-        """Every settings file this plan writes: RUN (training), decode/SYSTEM, tables/TABLE, claims, coverage, provenance."""
+        """Every settings file this plan writes: RUN (training), decode/SYSTEM, tables/TABLE, figures/FIGURE, claims,
+        coverage, provenance."""
         plan = self.plan
         trained = [run for run, r in plan.runs.items() if r.system in plan.systems]
-        return [*trained, *(f"decode/{s}" for s in plan.decoded), *(f"tables/{t}" for t in plan.table_splits), "claims", "coverage", "provenance"]
+        figures = [f"figures/{name}" for name, rows in plan.figure_systems().items() if rows]
+        return [*trained, *(f"decode/{s}" for s in plan.decoded), *(f"tables/{t}" for t in plan.table_splits), *figures, "claims", "coverage", "provenance"]
 
     def settings(self, wildcards: Any) -> dict[str, Any]:
         """The content of one settings file (the `settings` rule's params: a change reruns what reads it)."""
@@ -33,6 +36,8 @@ class Reports:
             return self.plan.resolved(name)["decode"]
         if kind == "tables":
             return self.table_spec(name)
+        if kind == "figures":
+            return self.figure_spec(name)
         if name == "claims":
             return self.claims_spec()
         if name == "coverage":
@@ -132,47 +137,37 @@ class Reports:
 
     # --- figures ------------------------------------------------------------------------------------------
 
-    def banner(self) -> list[str]:
-        return [f"--banner={DEMO_BANNER}"] if self.plan.demo else []
+    # The file of a run that a figure kind reads (evaluate/figures.py FigureKind.reads).
+    READS = {
+        "scores": lambda run, unk: paths.scores(score_name(run, unk)),
+        "meta": lambda run, unk: paths.model(run, "meta.json"),
+        "alignments": lambda run, unk: paths.alignments(run),
+    }
 
-    def _curves(self, rows: list[tuple[str, bool]]) -> list[tuple[str, str]]:
-        """(label, score file) of every run of each (system, unk_replace): a label given once per seed is one mean curve."""
-        return [(self.plan.label(s, unk), paths.scores(score_name(run, unk))) for s, unk in rows for run in self.plan.runs_of(s)]
+    def _figure_curves(self, name: str) -> list[dict[str, Any]]:
+        """Each curve of a figure: its label and the file of each run it draws (every seed's, or the first's)."""
+        kind = figure_kind(self.plan.config["figures"][name]["kind"])
+        curves = []
+        for system, unk in self.plan.figure_rows(name):
+            runs = self.plan.runs_of(system)
+            curves.append(
+                {"label": self.plan.label(system, unk), "files": [self.READS[kind.reads](run, unk) for run in (runs if kind.every_seed else runs[:1])]}
+            )
+        return curves
 
-    def length_curve_inputs(self, wildcards: Any) -> list[str]:
-        return [f for _, f in self._curves([(s, False) for s in self.plan.length_curve_systems()])]
+    def figure_inputs(self, wildcards: Any) -> list[str]:
+        return sorted({f for curve in self._figure_curves(wildcards.figure) for f in curve["files"]})
 
-    def length_curve_flags(self, wildcards: Any) -> list[str]:
-        """Figure 2: one curve per system of its table (mean and min–max band over seeds), binned as the score files were."""
-        fig = self.plan.figure("bahdanau2014_fig2")
-        curves = [f"--curve={label}={f}" for label, f in self._curves([(s, False) for s in self.plan.length_curve_systems()])]
-        return [*curves, f"--xlabel=Sentence length ({fig['length_by']} tokens, window {fig['window']})", *self.banner()]
-
-    def length_group_inputs(self, wildcards: Any) -> list[str]:
-        return [f for _, f in self._curves(self.plan.length_group_rows())]
-
-    def length_group_flags(self, wildcards: Any) -> list[str]:
-        """Figure 6: one curve per row (mean and min–max band over seeds), BLEU of groups sorted by reference length."""
-        fig = self.plan.figure("luong2015_fig6")
-        curves = [f"--curve={label}={f}" for label, f in self._curves(self.plan.length_group_rows())]
-        return [*curves, f"--xlabel=Sentence length (longest reference in each group of {fig['group_size']})", *self.banner()]
-
-    def learning_curve_inputs(self, wildcards: Any) -> list[str]:
-        return [paths.model(self.plan.runs_of(s)[0], "meta.json") for s in self.plan.learning_curve_systems()]
-
-    def learning_curve_flags(self, wildcards: Any, input: Any) -> list[str]:
-        curves = [f"--curve={self.plan.label(s)}={f}" for s, f in zip(self.plan.learning_curve_systems(), input)]
-        return [*curves, f"--heldout={self.plan.figure('luong2015_fig5')['heldout']}", *self.banner()]
-
-    def heatmap_input(self, wildcards: Any) -> list[str]:
-        return [paths.alignments(self.plan.runs_of(s)[0]) for s in self.plan.heatmap_systems()]
-
-    def heatmap_title(self, wildcards: Any) -> str:
-        return f"Alignments found by {self.plan.label(self.plan.heatmap_systems()[0])}"
-
-    def compared_alignment_inputs(self, wildcards: Any) -> list[str]:
-        return [paths.alignments(self.plan.runs_of(s)[0]) for s in self.plan.alignment_systems()]
-
-    def compared_alignment_flags(self, wildcards: Any) -> list[str]:
-        fig = self.plan.figure("luong2015_fig7")
-        return [*(f"--label={self.plan.label(s)}" for s in self.plan.alignment_systems()), f"--panel={fig['panel']}"]
+    def figure_spec(self, name: str) -> dict[str, Any]:
+        """What `rnnmt figure` draws: the kind, title, the demo's banner, the curves and the kind's settings."""
+        fig = self.plan.config["figures"][name]
+        kind, curves = figure_kind(fig["kind"]), self._figure_curves(name)
+        spec = {
+            "kind": fig["kind"],
+            "title": fig["title"].format(systems=", ".join(c["label"] for c in curves)),
+            "banner": DEMO_BANNER if self.plan.demo else None,
+        }
+        spec |= {option: fig[option] for option in kind.options}
+        if kind.evaluation:
+            spec["evaluation"] = self.plan.config["evaluation"][kind.evaluation]
+        return {**spec, "curves": curves}
