@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rnnmt.data import sources
+from rnnmt.train.metrics import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
@@ -77,9 +78,13 @@ def test_tiny_end_to_end_then_nothing_to_do(tmp_path):
         "figures/luong2015_fig5.png",
         "figures/luong2015_fig6.png",
         "figures/luong2015_fig7.png",
+        "figures/learning_bahdanau2014_table1.png",
+        "figures/learning_luong2015_table4.png",
         "translations/luong-global-dot-feed/test.unk.txt",
     ):
         assert (results / name).stat().st_size > 0, name
+    meta = json.loads((results / "models/rnnsearch-50/meta.json").read_text())
+    assert [row["update"] for row in read_metrics(results / "models/rnnsearch-50/metrics.jsonl")] == list(range(1, meta["updates"] + 1))
     assert (results / "data/unkdict/en-fr.tsv").exists()  # empty: the tiny vocabularies keep every word
     provenance = json.loads((results / "provenance.json").read_text())  # the demo's jobs ran in reproducible mode
     assert provenance["reproducible"]["on"] and provenance["reproducible"]["pins"]["ATEN_CPU_CAPABILITY"] == "avx2"
@@ -106,6 +111,7 @@ def test_tiny_end_to_end_then_nothing_to_do(tmp_path):
         "bahdanau2014_fig2.png",
         "luong2015_fig6.png",
         "luong2015_fig7.png",
+        "learning_bahdanau2014_table1.png",
         "claims.csv",
         "coverage.csv",
     ):
