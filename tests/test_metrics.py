@@ -30,7 +30,8 @@ def test_every_update_has_one_row_with_the_clock_at_log_points_and_dev_costs_at_
     rows = read_metrics(tmp_path / FILE)
     assert [row["update"] for row in rows] == list(range(1, 13))
     assert [row["update"] for row in rows if "wall_time_s" in row] == [3, 6, 9, 12] == [update for update, _, _ in progress]
-    assert [row["target_tokens_per_s"] for row in rows if "wall_time_s" in row] == pytest.approx([rate for _, rate, _ in progress], rel=1e-3)
+    logged = [rate for _, rate, _ in progress]  # the log line prints whole tokens/s
+    assert [row["target_tokens_per_s"] for row in rows if "wall_time_s" in row] == pytest.approx(logged, abs=0.5)
     assert 0 < rows[2]["wall_time_s"] < rows[-1]["wall_time_s"] <= trainer.state.wall_time_s  # the last validation comes after
     validated = [row for row in rows if "dev_nll" in row]
     assert [row["update"] for row in validated] == [4, 8, 12]
