@@ -250,3 +250,11 @@ def test_merge_reports_totals_and_mismatches():
     }
     with pytest.raises(UserError, match="two reports are for corpus 'un'"):
         merge_reports([reports[1], reports[1]], "fr-en")
+
+
+def test_a_corpus_without_a_sentence_pair_is_refused_and_nothing_is_written(tmp_path):
+    """An empty test set (or lines empty on one side) stops assembly with one line naming the files."""
+    src, tgt = _write(tmp_path / "t.de", "\n \n"), _write(tmp_path / "t.en", "text\n\n")
+    with pytest.raises(UserError, match=r"my-test: .*t\.de, .*t\.en hold no sentence pair \(2 lines, 2 with an empty side\); expected at least one line"):
+        _raw(tmp_path, [src], [tgt], name="my-test", heldout=True)
+    assert _nothing_written(tmp_path)

@@ -51,3 +51,18 @@ def test_the_memory_table_and_the_slurm_profile_ask_the_same_memory():
     resources = yaml.safe_load((ROOT / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())["set-resources"]
     assert len(rows) == 5
     assert {rule: str(resources[rule]["mem_mb"]) for rule, _ in rows} == dict(rows)
+
+
+def test_each_tables_gpu_hours_are_its_systems_rows_of_the_cost_table():
+    """docs/paper-scale.md's cost of one table is derived from the per-system table on the same page."""
+    from rnnmt import config as cfg
+    from rnnmt.workflow.plan import Plan
+
+    text = (ROOT / "docs" / "paper-scale.md").read_text(encoding="utf-8")
+    hours = {s: float(h) for s, h in re.findall(r"^\| ([a-z0-9-]+) \| [\d,]+ \| [\d,]+ \| [\d,]+ \| \d+ \| [\d.]+ \| ([\d.]+) \|", text, re.MULTILINE)}
+    tables = re.findall(r"^\| `(\w+)` \| (\d+)[^|]* \| ([\d.]+) \|$", text, re.MULTILINE)
+    assert len(hours) == 23 and len(tables) == 6
+    for table, count, total in tables:
+        raw = cfg.deep_merge(cfg.read_yaml(ROOT / "config.yaml"), {"scale": "paper", "only_tables": [table]})
+        systems = Plan.load(raw, ROOT / "workflow" / "schemas" / "config.schema.yaml").systems
+        assert (len(systems), round(sum(hours[s] for s in systems), 1)) == (int(count), float(total)), table

@@ -277,3 +277,19 @@ def test_verify_checksum(tmp_path):
     assert verify_checksum(path, None) == hashlib.sha256(b"abc").hexdigest()
     with pytest.raises(UserError, match=f"{path}: md5 is {hashlib.md5(b'abc').hexdigest()}, expected f+;"):
         verify_checksum(path, Checksum("md5", "f" * 32))
+
+
+def test_a_local_file_is_linked_and_checked_against_its_sha256(tmp_path):
+    """A corpus of one's own (data.files) given by path arrives as a file:// URL: linked into place, its sha256 checked."""
+    mine = tmp_path / "train.de.gz"
+    mine.write_bytes(gzip.compress(b"Guten Tag.\n"))
+    dest = tmp_path / "archives" / "my-train.de.gz"
+    info = download(mine.as_uri(), dest, checksum=Checksum("sha256", hashlib.sha256(mine.read_bytes()).hexdigest()))
+    assert info["source"] == "local_file" and info["checksum_verified"] and dest.read_bytes() == mine.read_bytes()
+    assert dest.stat().st_ino == mine.stat().st_ino  # a hard link on the same file system: no copy
+    dest.unlink()
+    with pytest.raises(UserError, match=r"train\.de\.gz \(a file of data\.files\): sha256 is [0-9a-f]{64}, expected 0{64}; check the path and the sha256"):
+        download(mine.as_uri(), dest, checksum=Checksum("sha256", "0" * 64))
+    assert not dest.exists()
+    with pytest.raises(UserError, match=r"nowhere\.de does not exist; check the path"):
+        download((tmp_path / "nowhere.de").as_uri(), tmp_path / "archives" / "x", checksum=None)

@@ -33,8 +33,9 @@ HOLDER = textwrap.dedent(
 )
 
 
-def start_holder(names: str, directory: Path, hold: float) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", HOLDER, names, str(directory), str(hold)], stdout=subprocess.PIPE, text=True)
+def start_holder(names: str, directory: Path, hold: float, jobs_per_gpu: int = 1) -> subprocess.Popen:
+    env = {**os.environ, gpu_lock.JOBS_PER_GPU_ENV: str(jobs_per_gpu)}
+    return subprocess.Popen([sys.executable, "-c", HOLDER, names, str(directory), str(hold)], stdout=subprocess.PIPE, text=True, env=env)
 
 
 def wait_for_line(proc: subprocess.Popen, prefix: str) -> str:
@@ -70,6 +71,40 @@ def test_two_gpus_take_two_jobs_at_once(tmp_path: Path):
     assert names == {"0", "1"}
     for p in (first, second):
         p.communicate(timeout=30)
+
+
+def test_n_jobs_share_a_gpu_the_next_waits_and_a_crashed_holder_frees_its_slot(tmp_path: Path):
+    """gpu.jobs_per_gpu 3: three holders take GPU 0's three slots, a fourth waits naming them; SIGKILL one, it gets that slot."""
+    holders = [start_holder("0", tmp_path, 600.0, jobs_per_gpu=3) for _ in range(3)]
+    took = [wait_for_line(h, "LOG took GPU 0 (cuda:0, slot ").split(", lock")[0] for h in holders]
+    assert sorted(took) == [f"LOG took GPU 0 (cuda:0, slot {k} of 3)" for k in (1, 2, 3)]
+    fourth = start_holder("0", tmp_path, 0.0, jobs_per_gpu=3)
+    waiting = wait_for_line(fourth, "LOG waiting for a free GPU")
+    assert all(f"pid {h.pid}" in waiting for h in holders) and "GPU 0 slot 3:" in waiting
+    holders[1].send_signal(signal.SIGKILL)
+    holders[1].wait(timeout=30)
+    assert wait_for_line(fourth, "LOG took").startswith(took[1])  # the slot the killed holder had
+    fourth.communicate(timeout=30)
+    for h in holders[::2]:
+        h.kill()
+        h.wait(timeout=30)
+    assert sorted(p.name for p in tmp_path.glob("rnnmt-gpu-*")) == ["rnnmt-gpu-0.lock", "rnnmt-gpu-0.slot1.lock", "rnnmt-gpu-0.slot2.lock"]
+
+
+def test_every_gpus_first_slot_is_taken_before_a_second(tmp_path: Path):
+    first = start_holder("0,1", tmp_path, 600.0, jobs_per_gpu=2)
+    second = start_holder("0,1", tmp_path, 600.0, jobs_per_gpu=2)
+    assert {wait_for_line(p, "GOT").split()[1] for p in (first, second)} == {"0", "1"}
+    for p in (first, second):
+        p.kill()
+        p.wait(timeout=30)
+
+
+@pytest.mark.parametrize("given", ["0", "two", "-1"])
+def test_a_bad_jobs_per_gpu_is_one_line(monkeypatch, given):
+    monkeypatch.setenv(gpu_lock.JOBS_PER_GPU_ENV, given)
+    with pytest.raises(UserError, match=f"RNNMT_JOBS_PER_GPU is '{given}'; expected a whole number of jobs per GPU, 1 or more."):
+        gpu_lock.jobs_per_gpu()
 
 
 def test_a_killed_holder_releases_its_gpu(tmp_path: Path):

@@ -107,3 +107,40 @@ def test_table_by_path_and_missing_table(tmp_path):
     (tmp_path / "t.yaml").write_text("archives: {}\n")
     with pytest.raises(UserError, match="has no 'corpora' mapping"):
         sources.load(str(tmp_path / "t.yaml"))
+
+
+def test_own_files_become_a_table_of_archives_and_corpora(tmp_path):
+    """data.files: each language's file is an archive named after its corpus (a path as a file:// URL, a URL as it is),
+    dev and test corpora refuse invalid UTF-8, and a corpus resolves for its pair in either direction."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "train.de.gz").write_bytes(b"")
+    (tmp_path / "d" / "train.en.gz").write_bytes(b"")
+    files = {
+        "my-train": {"de": "d/train.de.gz", "en": "d/train.en.gz"},
+        "my-test": {"de": "https://example.org/t.de", "en": "https://example.org/t.en", "sha256": {"de": "a" * 64}, "tokenized": True},
+    }
+    table = sources.files_table(files, {"my-test"}, tmp_path)
+    assert table["archives"]["my-train.de"] == {"url": (tmp_path / "d" / "train.de.gz").as_uri(), "file": "my-train.de.gz"}
+    assert table["archives"]["my-test.de"] == {"url": "https://example.org/t.de", "file": "my-test.de", "sha256": "a" * 64}
+    assert sources.file_name(table, "my-test.en") == "my-test.en" and sources.checksum(table, "my-test.en") is None
+    train, test = sources.corpus(table, "my-train", "en", "de"), sources.corpus(table, "my-test", "de", "en")
+    assert train.src == (sources.Part("my-train.en", None),) and not train.heldout and not train.tokenized
+    assert test.heldout and test.tokenized
+    with pytest.raises(UserError, match=r"corpus 'my-dev' is not in data\.files \(known: my-test, my-train\)"):
+        sources.corpus(table, "my-dev", "de", "en")
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"de": "d/none.de", "en": "d/none.en"}, r"data\.files\.c\.de: d/none\.de does not exist \(relative paths are read from .*\); expected a text file"),
+        ({"de": "https://x/a"}, r"data\.files\.c: expected the files of two languages \(e\.g\. de: train\.de\.gz, en: train\.en\.gz\), got de\."),
+        (
+            {"de": "https://x/a", "en": "https://x/b", "sha256": {"fr": "a" * 64}},
+            r"data\.files\.c\.sha256: fr is not one of the corpus's languages \(de, en\)\.",
+        ),
+    ],
+)
+def test_a_mistake_in_own_files_is_one_line(tmp_path, entry, message):
+    with pytest.raises(UserError, match=message):
+        sources.files_table({"c": entry}, set(), tmp_path)

@@ -11,7 +11,7 @@ import yaml
 from rnnmt.errors import UserError
 from rnnmt.evaluate.report import table_command
 from rnnmt.evaluate.score import score_system
-from rnnmt.evaluate.tables import DEMO_BANNER, TABLE_KINDS, attention_check, bleu_table, learning_table, luong_table, nist_table, write_table
+from rnnmt.evaluate.tables import DEMO_BANNER, TABLE_KINDS, attention_check, bleu_table, learning_table, luong_table, nist_table, systems_table, write_table
 
 SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
 
@@ -281,6 +281,22 @@ def test_luong_table_reads_perplexity_bleu_and_unk_columns():
     assert any("mteval" in note for note in demo.attrs["notes"])
 
 
+def test_a_systems_table_shows_bleu_sacrebleu_and_the_perplexities_each_system_reports():
+    """kind: systems, for one's own systems: no published columns; a system without a test perplexity shows none."""
+    scores = {"bleu_all": 21.3, "sacrebleu_all": 20.9, "sacrebleu_signature": SIGNATURE}
+    rows = [
+        {"system": "RNNsearch", "scores": scores, "meta": {"heldout_ppl": {"dev": 9.1}}},
+        {"system": "global (dot) + feed", "scores": {**scores, "bleu_all": 23.0}, "meta": {"heldout_ppl": {"dev": 7.5, "test": 7.9}}},
+        {"system": "not trained here", "scores": None, "meta": None},
+    ]
+    df = systems_table(rows, demo=False)
+    assert list(df.columns) == ["System", "BLEU", "sacreBLEU (detok)", "Dev ppl", "Test ppl"]
+    assert list(df.iloc[0][1:4]) == [21.3, 20.9, 9.1] and pd.isna(df.iloc[0]["Test ppl"]) and df.iloc[1]["Test ppl"] == 7.9
+    assert df.iloc[2].isna().sum() == 4 and SIGNATURE in df.attrs["notes"][1]
+    with pytest.raises(UserError, match="at least one row"):
+        systems_table([], demo=False)
+
+
 def test_nist_table_compares_sacrebleu_with_the_published_nist_bleu():
     scores = {"bleu_all": 25.3, "sacrebleu_all": 24.2, "sacrebleu_signature": SIGNATURE}
     rows = [
@@ -318,7 +334,7 @@ def test_table_command_reads_the_files_its_kind_names(tmp_path, capsys):
 
 
 def test_table_command_refuses_an_unknown_kind(tmp_path):
-    with pytest.raises(UserError, match=r"Table kind 'bleu2' is unknown; expected one of bleu, learning, luong, nist\."):
+    with pytest.raises(UserError, match=r"Table kind 'bleu2' is unknown; expected one of bleu, learning, luong, nist, systems\."):
         table_command(_spec("bleu2", []), tmp_path / "t.csv", tmp_path / "t.md")
 
 

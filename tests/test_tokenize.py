@@ -95,3 +95,18 @@ def test_cli_tokenize_pretokenized(tmp_path, capsys):
     assert main(["tokenize", "--lang", "en", "--input", str(src), "--output", str(tmp_path / "out"), "--pretokenized"]) == 0
     assert (tmp_path / "out").read_text(encoding="utf-8") == "it 's &quot; done &quot;\n"
     assert "copied already tokenized 1 lines" in capsys.readouterr().err
+
+
+def test_a_language_moses_has_no_rules_for_is_refused_unless_the_text_comes_tokenized(tmp_path):
+    from rnnmt.text.tokenize import check_language, moses_languages
+
+    assert {"en", "fr", "de", "cs", "mni"} <= moses_languages() and "xx" not in moses_languages()
+    check_language("de", "pairs.de-en")
+    with pytest.raises(
+        UserError, match=r"pairs\.xx-en: Moses \(sacremoses\) has no tokenizer rules for language 'xx' \(it has as, bn, .*\); tokenize that text"
+    ):
+        check_language("xx", "pairs.xx-en")
+    (tmp_path / "in.txt").write_text("Hello , world .\n")
+    with pytest.raises(UserError, match=r"--lang: Moses \(sacremoses\) has no tokenizer rules for language 'xx'"):
+        tokenize_file(tmp_path / "in.txt", tmp_path / "out.txt", "xx")
+    assert tokenize_file(tmp_path / "in.txt", tmp_path / "out.txt", "xx", pretokenized=True) == 1

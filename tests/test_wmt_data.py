@@ -14,6 +14,9 @@ from rnnmt.fileio import read_lines
 
 import wmt_mirror
 
+# A whole run of the data stages (about a minute): with the long tests.
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = wmt_mirror.DEFAULT_SHARED if wmt_mirror.DEFAULT_SHARED.is_dir() else None
 TARGETS = [f"results/data/corpus/en-fr/{split}.{lang}" for split in ("pool", "dev", "test") for lang in ("en", "fr")]

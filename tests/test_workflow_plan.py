@@ -200,3 +200,38 @@ def test_an_ensemble_decodes_its_members_runs_of_one_seed():
     assert plan.runs_of("luong-ensemble") == ["luong-ensemble", "luong-ensemble.seed2"]
     models = RuleInputs(plan).models("luong-ensemble.seed2")
     assert len(models) == 8 and all(".seed2/model.pt" in m for m in models)
+
+
+@pytest.mark.parametrize(
+    ("tables", "systems", "figures"),
+    [
+        (
+            ["bahdanau2014_table1"],
+            ["rnnencdec-30", "rnnsearch-30", "rnnencdec-50", "rnnsearch-50", "rnnsearch-50star"],
+            ["bahdanau2014_fig2", "bahdanau2014_fig3", "learning_bahdanau2014_table1"],
+        ),
+        (
+            ["luong2015_table3"],
+            ["luong-de-base-reverse", "luong-de-global-location", "luong-de-global-location-feed", "luong-de-global-dot-drop-feed"],
+            ["learning_luong2015_table3"],
+        ),
+    ],
+)
+def test_only_tables_trains_what_those_tables_need_and_makes_only_them(tables, systems, figures):
+    plan = plan_at("paper", only_tables=tables)
+    assert plan.systems == systems and plan.ensembles == []
+    assert plan.tables_made() == tables
+    assert [name for name, drawn in plan.figure_systems().items() if drawn] == figures
+    assert plan.pairs == sorted({plan.pair_of(s) for s in systems})
+    assert {paths.raw_report(pair) for pair in plan.pairs} <= set(plan.final_targets())
+
+
+def test_only_tables_with_an_ensemble_row_trains_its_members():
+    plan = plan_at("paper", only_tables=["luong2015_table2"])
+    members = plan.config["ensembles"]["luong-ensemble"]["members"]
+    assert set(plan.systems) == {*members, "luong-localp-general-feed"} and plan.ensembles == ["luong-ensemble"]
+
+
+def test_only_tables_naming_an_unknown_table_is_one_line():
+    with pytest.raises(cfg.UserError, match=r"config: only_tables names bahdanau2014_table9, which are not under 'tables' \(known: bahdanau2014_table1,"):
+        plan_at("paper", only_tables=["bahdanau2014_table9"])

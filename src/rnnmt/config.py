@@ -107,6 +107,8 @@ def _check_references(config: dict[str, Any]) -> None:
         if system["pair"] not in config["pairs"]:
             raise UserError(f"config: systems.{name}.pair '{system['pair']}' is not defined under 'pairs'.")
         recipe(config, system["recipe"])
+    if unknown := [t for t in config.get("only_tables") or [] if t not in config["tables"]]:
+        raise UserError(f"config: only_tables names {', '.join(unknown)}, which are not under 'tables' (known: {', '.join(config['tables'])}).")
     for scale, scale_ in config["scales"].items():
         unknown = [s for s in scale_["systems"] if s not in config["systems"]]
         if unknown:
@@ -232,9 +234,22 @@ def reproducible(config: dict[str, Any]) -> bool:
     return bool(active_scale(config).get("reproducible", False)) if given is None else given
 
 
+def trained_for(config: dict[str, Any], names: set[str]) -> set[str]:
+    """The systems that must train for `names` (systems and ensembles) to translate: an ensemble's members."""
+    ensembles = config.get("ensembles", {})
+    return {m for name in names for m in (ensembles[name]["members"] if name in ensembles else [name])}
+
+
+def tables_systems(config: dict[str, Any], tables: list[str]) -> set[str]:
+    """The systems the rows of `tables` train."""
+    return trained_for(config, {row["system"] for t in tables for row in config["tables"][t]["rows"] if "system" in row})
+
+
 def active_systems(config: dict[str, Any]) -> list[str]:
-    """Systems that run at the active scale (its `systems`), in the order of `systems`."""
+    """Systems that run at the active scale (its `systems`; with `only_tables`, those the tables need), in the order of `systems`."""
     listed = set(active_scale(config)["systems"])
+    if config.get("only_tables"):
+        listed &= tables_systems(config, config["only_tables"])
     return [name for name in config["systems"] if name in listed]
 
 

@@ -1,8 +1,10 @@
-"""One GPU per job on a shared machine: a claim is an exclusive lock on a file per GPU.
+"""GPU slots on a shared machine: a claim is an exclusive lock on a file per GPU and slot.
 
 Snakemake does not assign GPUs to local jobs, so under `snakemake --cores all` two training jobs would
-otherwise share one. A job takes the first GPU whose lock file it can lock (`flock`, so the kernel
-releases it when the process ends, crash and SIGKILL included), or waits and says what it waits for.
+otherwise share one. Each GPU has `jobs_per_gpu` slots (config `gpu.jobs_per_gpu`, which the workflow passes
+as $RNNMT_JOBS_PER_GPU; 1 by default: a GPU to each job). A job takes the first free slot, every GPU's first slot
+before any second one (`flock`, so the kernel releases it when the process ends, crash and SIGKILL included), or
+waits and says what it waits for.
 GPUs are named as CUDA_VISIBLE_DEVICES names them when it is set (a scheduler's choice is respected),
 else by index. Under Slurm with a GPU allocation the scheduler already isolates jobs, and the job's
 device numbering is its own, so no lock is taken.
@@ -34,6 +36,7 @@ from rnnmt.errors import UserError
 
 DEFAULT_LOCK_DIR = Path("/tmp")
 LOCK_DIR_ENV = "RNNMT_GPU_LOCK_DIR"
+JOBS_PER_GPU_ENV = "RNNMT_JOBS_PER_GPU"
 # The holder's note is padded to this size and written in place: a lock file never grows past it.
 NOTE_BYTES = 1024
 _OPEN = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK
@@ -44,10 +47,11 @@ _held: list[int] = []
 
 @dataclass(frozen=True)
 class Claim:
-    """The GPU a job took: its index among the visible devices and the name its lock uses."""
+    """The GPU a job took: its index among the visible devices, the name its lock uses, and the slot it holds."""
 
     index: int
     name: str
+    slot: int = 0
 
 
 def lock_dir(override: Path | None = None) -> Path:
@@ -68,8 +72,17 @@ def scheduler_assigned() -> bool:
     return "SLURM_JOB_ID" in os.environ and any(os.environ.get(v) for v in ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS"))
 
 
-def lock_path(directory: Path, name: str) -> Path:
-    return directory / f"rnnmt-gpu-{name.replace('/', '_')}.lock"
+def jobs_per_gpu() -> int:
+    """How many jobs may share one GPU: $RNNMT_JOBS_PER_GPU (the workflow sets it from config `gpu.jobs_per_gpu`), else 1."""
+    given = os.environ.get(JOBS_PER_GPU_ENV, "1")
+    if not given.isdigit() or int(given) < 1:
+        raise UserError(f"${JOBS_PER_GPU_ENV} is {given!r}; expected a whole number of jobs per GPU, 1 or more.")
+    return int(given)
+
+
+def lock_path(directory: Path, name: str, slot: int = 0) -> Path:
+    """The lock file of one slot of GPU `name` (slot 0 keeps the name of a GPU's one lock, so every version agrees)."""
+    return directory / f"rnnmt-gpu-{name.replace('/', '_')}{f'.slot{slot}' if slot else ''}.lock"
 
 
 def _user(uid: int) -> str:
@@ -127,9 +140,9 @@ def _open_directory(directory: Path) -> int:
     return fd
 
 
-def _open_lock(dir_fd: int, directory: Path, name: str) -> int:
-    """A descriptor of the lock file of GPU `name`, created (mode 0666) if missing; never through a link."""
-    path = lock_path(directory, name)
+def _open_lock(dir_fd: int, path: Path) -> int:
+    """A descriptor of the lock file `path` (in the directory `dir_fd`), created (mode 0666) if missing; never through a link."""
+    directory = path.parent
     while True:
         try:
             fd = os.open(path.name, os.O_RDWR | _OPEN, dir_fd=dir_fd)
@@ -177,12 +190,13 @@ def _holder(fd: int) -> str:
     return os.pread(fd, NOTE_BYTES, 0).decode("utf-8", errors="replace").strip() or "unknown holder"
 
 
-def _open_all(names: list[str], candidates: list[int], directory: Path) -> dict[int, int]:
+def _open_all(names: list[str], candidates: list[tuple[int, int]], directory: Path) -> dict[tuple[int, int], int]:
+    """A descriptor for each (GPU index, slot) of `candidates`."""
     dir_fd = _open_directory(directory)
-    opened: dict[int, int] = {}
+    opened: dict[tuple[int, int], int] = {}
     try:
-        for i in candidates:
-            opened[i] = _open_lock(dir_fd, directory, names[i])
+        for i, slot in candidates:
+            opened[i, slot] = _open_lock(dir_fd, lock_path(directory, names[i], slot))
     except BaseException:
         for fd in opened.values():
             os.close(fd)
@@ -192,23 +206,28 @@ def _open_all(names: list[str], candidates: list[int], directory: Path) -> dict[
     return opened
 
 
-def claim(names: list[str], directory: Path, wanted: int | None = None, poll_s: float = 10.0, report_every_s: float = 300.0, log=print) -> Claim:
-    """Lock the first free GPU of `names` (or only index `wanted`), waiting while all are taken."""
-    candidates = [wanted] if wanted is not None else list(range(len(names)))
+def claim(
+    names: list[str], directory: Path, wanted: int | None = None, poll_s: float = 10.0, report_every_s: float = 300.0, log=print, slots: int | None = None
+) -> Claim:
+    """Lock the first free slot of the GPUs `names` (or of index `wanted` only), every GPU's first slot before any
+    second; wait while all are taken. `slots`: jobs per GPU (default: jobs_per_gpu())."""
+    gpus = [wanted] if wanted is not None else list(range(len(names)))
+    candidates = [(i, slot) for slot in range(jobs_per_gpu() if slots is None else slots) for i in gpus]
     handles = _open_all(names, candidates, directory)
     waited, last_report = 0.0, None
     while True:
-        for i in candidates:
-            if _try_lock(handles[i]):
-                for j, other in handles.items():
-                    if j != i:
+        for i, slot in candidates:
+            if _try_lock(handles[i, slot]):
+                for key, other in handles.items():
+                    if key != (i, slot):
                         os.close(other)
-                _held.append(handles[i])
+                _held.append(handles[i, slot])
                 suffix = f" after waiting {waited:.0f} s" if waited else ""
-                log(f"took GPU {names[i]} (cuda:{i}), lock {lock_path(directory, names[i])}{suffix}")
-                return Claim(i, names[i])
+                shared = f", slot {slot + 1} of {len(candidates) // len(gpus)}" if len(candidates) > len(gpus) else ""
+                log(f"took GPU {names[i]} (cuda:{i}{shared}), lock {lock_path(directory, names[i], slot)}{suffix}")
+                return Claim(i, names[i], slot)
         if last_report is None or waited - last_report >= report_every_s:
-            holders = "; ".join(f"GPU {names[i]}: {_holder(handles[i])}" for i in candidates)
+            holders = "; ".join(f"GPU {names[i]}{f' slot {slot + 1}' if slot else ''}: {_holder(handles[i, slot])}" for i, slot in candidates)
             log(f"waiting for a free GPU (locks in {directory}): {holders}")
             last_report = waited
         time.sleep(poll_s)

@@ -3,7 +3,7 @@ import os
 import sys
 
 from rnnmt import config as rnnmt_config
-from rnnmt import reproducible
+from rnnmt import gpu_lock, reproducible
 from rnnmt.errors import UserError
 from rnnmt.fileio import write_json
 from rnnmt.workflow import paths
@@ -23,6 +23,9 @@ if rnnmt_config.reproducible(PLAN.config):
     os.environ[reproducible.SWITCH] = "1"
 else:
     os.environ.pop(reproducible.SWITCH, None)
+
+# How many jobs may share a GPU: every job's GPU lock reads it (rnnmt/gpu_lock.py).
+os.environ[gpu_lock.JOBS_PER_GPU_ENV] = str(PLAN.config["gpu"]["jobs_per_gpu"])
 
 INPUTS = RuleInputs(PLAN)
 REPORTS = Reports(PLAN)

@@ -1,5 +1,6 @@
 # Raw corpora, one pair of files per corpus under results/data/raw/<pair>/: generated at the demo scale;
-# downloaded, verified, extracted and assembled from the WMT archives otherwise. Then the splits
+# downloaded, verified, extracted and assembled from the WMT archives, or from a scale's own files
+# (data.files: each is an "archive" fetched from its URL or linked from its path) otherwise. Then the splits
 # (pool / in-domain / dev / test / pre-selected) of each pair.
 
 if PLAN.demo:
@@ -22,6 +23,8 @@ else:
         download_archive,
 
     rule download_archive:
+        input:
+            INPUTS.download_source,
         output:
             archive=paths.archive(),
             record=paths.archive("{file}.json"),

@@ -215,6 +215,12 @@ def assemble_raw(
     ):
         for src, tgt in zip(src_files, tgt_files):
             _copy_raw_pair(src, tgt, f_src, f_tgt, counts, fmt=fmt, heldout=heldout)
+        if not counts["pairs"]:
+            files = ", ".join(str(p) for p in (*src_files, *tgt_files))
+            raise UserError(
+                f"{name}: {files} hold no sentence pair ({counts['lines']} lines, {counts['dropped_empty']} with an empty side); "
+                "expected at least one line with text on both sides."
+            )
     matches = None if expected_lines is None else counts["lines"] == expected_lines
     if matches is False:
         print(

@@ -302,9 +302,17 @@ def _check_present(dest: Path, checksum: Checksum | None) -> str:
     return _accept(dest, dest.name, checksum, label=f"{dest} (already exists)", advice=advice)
 
 
-def _install_offline(source: Path, dest: Path, checksum: Checksum | None) -> str:
-    """Verify an archive supplied by hand and link (or copy) it to `dest` atomically; return its sha256."""
-    sha256 = _accept(source, dest.name, checksum, label=f"{source} (from download.dir)", advice="replace it with the published file.")
+def local_file(url: str) -> Path | None:
+    """The path of a file:// URL (a corpus of one's own on this machine), else None."""
+    parts = urllib.parse.urlsplit(url)
+    return Path(urllib.request.url2pathname(parts.path)) if parts.scheme.lower() == "file" else None
+
+
+def _install_offline(source: Path, dest: Path, checksum: Checksum | None, label: str, advice: str) -> str:
+    """Verify a file supplied by hand and link (or copy) it to `dest` atomically; return its sha256."""
+    if not source.is_file():
+        raise UserError(f"{source} does not exist; {advice}")
+    sha256 = _accept(source, dest.name, checksum, label=f"{source} ({label})", advice=advice)
     with atomic_path(dest) as tmp:
         tmp.unlink()
         try:
@@ -328,7 +336,7 @@ def download(
     timeout_s: float = 60.0,
     progress: Progress | None = None,
 ) -> dict:
-    """Make `dest` hold the verified archive from `url`, from `dest` itself, `offline_dir` or the network.
+    """Make `dest` hold the verified archive from `url`, from `dest` itself, a file:// URL's file, `offline_dir` or the network.
 
     Returns what the caller records: the canonical url, path, bytes, sha256, whether a published
     checksum was checked, where the file came from and how long it took.
@@ -337,8 +345,10 @@ def download(
     dest = Path(dest)
     if dest.exists():
         source, sha256 = "already_present", _check_present(dest, checksum)
+    elif (supplied := local_file(url)) is not None:
+        source, sha256 = "local_file", _install_offline(supplied, dest, checksum, "a file of data.files", "check the path and the sha256 given for it.")
     elif (supplied := offline_copy(url, offline_dir)) is not None:
-        source, sha256 = "offline_dir", _install_offline(supplied, dest, checksum)
+        source, sha256 = "offline_dir", _install_offline(supplied, dest, checksum, "from download.dir", "replace it with the published file.")
     else:
         dest.parent.mkdir(parents=True, exist_ok=True)
         _check_disk(dest, size)

@@ -1,8 +1,10 @@
-"""The table of WMT archives and corpora (package data), and how config.yaml's corpus names resolve in it."""
+"""The table of WMT archives and corpora (package data), and how config.yaml's corpus names resolve in it; a
+scale's own files (`data.source: files`) become a table of the same form."""
 
 from __future__ import annotations
 
 import posixpath
+import re
 import urllib.parse
 from dataclasses import dataclass
 from importlib import resources
@@ -96,8 +98,48 @@ def checksum(table: dict[str, Any], archive: str) -> Checksum | None:
 
 
 def file_name(table: dict[str, Any], archive: str) -> str:
-    """The archive's file name as published (the last part of its URL path)."""
-    return posixpath.basename(urllib.parse.urlsplit(table["archives"][archive]["url"]).path)
+    """The archive's file name under results/data/archives: its own `file`, else as published (its URL path's last part)."""
+    entry = table["archives"][archive]
+    return entry.get("file") or posixpath.basename(urllib.parse.urlsplit(entry["url"]).path)
+
+
+# The keys of a `data.files` corpus that are not a language's file.
+FILE_OPTIONS = ("sha256", "tokenized")
+_URL = re.compile(r"^(https?|ftp|file)://", re.IGNORECASE)
+
+
+def _location(value: str, base: Path, where: str) -> str:
+    """A URL as given, or a local path (relative to `base`) as a file:// URL; UserError where the file is missing."""
+    if _URL.match(value):
+        return value
+    path = (base / value).resolve()
+    if not path.is_file():
+        raise UserError(f"{where}: {value} does not exist (relative paths are read from {base}); expected a text file, optionally gzipped (.gz), or a URL.")
+    return path.as_uri()
+
+
+def files_table(files: dict[str, dict[str, Any]], heldout: set[str], base: Path) -> dict[str, Any]:
+    """A sources table of a scale's own corpora (`data.files`): each language's file (a path or a URL) is one
+    archive, downloaded or linked to results/data/archives/CORPUS.LANG[.gz]; the corpora in `heldout` (dev and
+    test) refuse invalid UTF-8 instead of repairing it."""
+    archives: dict[str, Any] = {}
+    corpora: dict[str, Any] = {}
+    for name, entry in files.items():
+        where = f"data.files.{name}"
+        langs = [key for key in entry if key not in FILE_OPTIONS]
+        if len(langs) != 2:
+            raise UserError(f"{where}: expected the files of two languages (e.g. de: train.de.gz, en: train.en.gz), got {', '.join(langs) or 'none'}.")
+        sha256 = entry.get("sha256", {})
+        if unknown := sorted(set(sha256) - set(langs)):
+            raise UserError(f"{where}.sha256: {', '.join(unknown)} is not one of the corpus's languages ({', '.join(langs)}).")
+        sides = {}
+        for lang in langs:
+            key, location = f"{name}.{lang}", _location(str(entry[lang]), base, f"{where}.{lang}")
+            suffix = ".gz" if urllib.parse.urlsplit(location).path.endswith(".gz") else ""
+            archives[key] = {"url": location, "file": key + suffix, **({"sha256": sha256[lang]} if lang in sha256 else {})}
+            sides[lang] = {"file": key}
+        corpora[name] = {"pairs": {"-".join(langs): sides}, "kind": "heldout" if name in heldout else "train", "tokenized": entry.get("tokenized", False)}
+    return {"what": "data.files", "archives": archives, "corpora": corpora, "sets": {}, "preselected": {}}
 
 
 def _pair_entry(table: dict[str, Any], section: str, name: str, src: str, tgt: str) -> Any:
@@ -121,7 +163,7 @@ def _parts(spec: Any, default_archive: str | None, where: str) -> tuple[Part, ..
 def corpus(table: dict[str, Any], name: str, src: str, tgt: str) -> Corpus:
     """Resolve a corpus name for the pair src-tgt, or raise UserError saying what exists."""
     if name not in table["corpora"]:
-        raise UserError(f"corpus '{name}' is not in the sources table (known: {', '.join(sorted(table['corpora']))}).")
+        raise UserError(f"corpus '{name}' is not in {table.get('what', 'the sources table')} (known: {', '.join(sorted(table['corpora'])) or 'none'}).")
     spec = table["corpora"][name]
     entry = _pair_entry(table, "corpora", name, src, tgt)
     if entry is None:

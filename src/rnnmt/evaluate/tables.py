@@ -1,6 +1,6 @@
 """Paper tables as DataFrames, CSV and Markdown: Bahdanau's Table 1 (BLEU) and Table 2 (learning
 statistics), Luong's Tables 1, 3 and 4 (perplexity, BLEU, BLEU after UNK replacement) and Table 2 (NIST BLEU,
-sacreBLEU standing in); the demo check. `TABLES` maps each table kind (config `tables.<name>.kind`) to its
+sacreBLEU standing in); a table of one's own systems (BLEU, sacreBLEU, perplexity); the demo check. `TABLES` maps each table kind (config `tables.<name>.kind`) to its
 builder and the files one of its rows reads."""
 
 from __future__ import annotations
@@ -209,6 +209,31 @@ def nist_table(rows: list[dict], *, demo: bool) -> pd.DataFrame:
     return df
 
 
+SYSTEMS_NOTE = (
+    "BLEU = case-sensitive corpus BLEU on Moses-tokenized text (identical to multi-bleu.perl). sacreBLEU (detok) is 13a "
+    "on detokenized output, comparable with other work's sacreBLEU. Dev ppl and Test ppl = perplexity per target word "
+    "(EOS counted) of the held-out sets at the end of training; a system reports those its `heldout` names."
+)
+
+
+def _systems_record(row: dict, demo: bool) -> dict:
+    system = _field(row, "system", "A table row")
+    ours = _reader(row.get("scores"), f"The scores of {system!r}")
+    meta = row.get("meta")
+    ppl = _field(meta, "heldout_ppl", f"The meta.json of {system!r}") if meta is not None else {}
+    return {"System": system, "BLEU": ours("bleu_all"), "sacreBLEU (detok)": ours("sacrebleu_all"), "Dev ppl": ppl.get("dev"), "Test ppl": ppl.get("test")}
+
+
+def systems_table(rows: list[dict], *, demo: bool) -> pd.DataFrame:
+    """A table of one's own systems (no published numbers): tokenized BLEU, detokenized sacreBLEU, dev and test
+    perplexity. A row is {"system", "scores": score dict or None, "meta": meta.json dict or None}."""
+    if not rows:
+        raise UserError("A systems table needs at least one row.")
+    df = _frame([_systems_record(row, demo) for row in rows], text_columns=["System"])
+    df.attrs["notes"] = [SYSTEMS_NOTE, *_signature_notes(rows)]
+    return df
+
+
 @dataclass(frozen=True)
 class TableKind:
     """A kind of paper table (config `tables.<name>.kind`): its builder; `files`, for each key of a builder row
@@ -225,6 +250,7 @@ TABLES = {
     "learning": TableKind(learning_table, {"meta": "file"}),
     "luong": TableKind(luong_table, {"scores": "file", "scores_unk": "unk_file", "meta": "meta"}, options=("unk_column",)),
     "nist": TableKind(nist_table, {"scores": "file"}),
+    "systems": TableKind(systems_table, {"scores": "file", "meta": "meta"}),
 }
 TABLE_KINDS = tuple(TABLES)
 

@@ -13,12 +13,28 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from sacremoses import MosesDetokenizer, MosesTokenizer
+from sacremoses.corpus import NonbreakingPrefixes
 
 from rnnmt.errors import UserError
 from rnnmt.fileio import atomic_path, iter_lines
 
 # Chunks sent to the pool per worker and round: enough to keep workers busy while bounding memory.
 _CHUNKS_PER_WORKER = 4
+
+
+@functools.cache
+def moses_languages() -> frozenset[str]:
+    """The language codes Moses has rules for (its nonbreaking prefixes); another code would get English's silently."""
+    return frozenset(NonbreakingPrefixes().available_langs.values())
+
+
+def check_language(lang: str, where: str) -> None:
+    """UserError where Moses has no rules for `lang`: text in it must come tokenized."""
+    if lang not in moses_languages():
+        raise UserError(
+            f"{where}: Moses (sacremoses) has no tokenizer rules for language '{lang}' (it has {', '.join(sorted(moses_languages()))}); "
+            "tokenize that text yourself and mark its corpora `tokenized: true`."
+        )
 
 
 @functools.cache
@@ -84,6 +100,8 @@ def tokenize_file(
     """
     if processes < 1:
         raise UserError(f"the number of tokenizer processes must be at least 1, got {processes}.")
+    if not pretokenized:
+        check_language(lang, "--lang")
     if pretokenized:
         # Copying needs no workers; starting them would cost more than the copy.
         fn, processes = _unchanged, 1

@@ -10,6 +10,7 @@ import shlex
 from typing import Any
 
 from rnnmt.data import sources
+from rnnmt.data.download import local_file
 from rnnmt.workflow import paths
 from rnnmt.workflow.plan import Plan, score_name_parts, translation_of
 
@@ -49,6 +50,11 @@ class RuleInputs:
         download = self.plan.config["download"]
         flags += [arg for option, name in (("--mirror", "mirror"), ("--offline-dir", "dir")) if download[name] for arg in (option, download[name])]
         return shlex.join(flags)
+
+    def download_source(self, wildcards: Any) -> list[str]:
+        """A local file of `data.files` (a file:// URL), so that Snakemake links it again when it changes; none for a URL."""
+        url = self.plan.sources["archives"][self.plan.archive_files[wildcards.file]]["url"]
+        return [str(path)] if (path := local_file(url)) is not None else []
 
     def archive_of(self, wildcards: Any) -> str:
         return paths.archive(sources.file_name(self.plan.sources, wildcards.archive))

@@ -11,6 +11,7 @@ from rnnmt import config as cfg
 from rnnmt.data import sources
 from rnnmt.errors import UserError
 from rnnmt.evaluate.figures import figure_kind
+from rnnmt.text.tokenize import check_language
 from rnnmt.workflow import paths
 
 DEMO_BANNER = "Synthetic demo data: not comparable with the papers' numbers"
@@ -43,11 +44,21 @@ def one_of(names: list[str]) -> str:
     return "|".join(map(re.escape, names)) or "NONE"
 
 
-def resolve_data(config: dict[str, Any]) -> tuple[dict, dict, dict]:
-    """The sources table, each pair's split -> corpus names, and each pair's corpus name -> parts (WMT scales)."""
+def sources_table(config: dict[str, Any]) -> dict[str, Any]:
+    """The archives and corpora the active scale draws from: the WMT table, or the scale's own files."""
     scale = cfg.active_scale(config)
-    table = sources.load(config["download"]["sources"], config["download"]["checksums"])
-    langs = {pair: (config["pairs"][pair]["src"], config["pairs"][pair]["tgt"]) for pair in scale["corpora"]}
+    if scale["data"]["source"] != "files":
+        return sources.load(config["download"]["sources"], config["download"]["checksums"])
+    heldout = {name for splits in scale["corpora"].values() for split in ("dev", "test") for name in splits.get(split, [])}
+    return sources.files_table(scale["data"].get("files", {}), heldout, Path.cwd())
+
+
+def resolve_data(config: dict[str, Any], pairs: list[str]) -> tuple[dict, dict, dict]:
+    """The sources table, and for each of `pairs` (those the active systems translate) its split -> corpus names and
+    its corpus name -> parts (WMT scales and files). A scale's other pairs (one it inherits from its `base`) are left alone."""
+    scale = cfg.active_scale(config)
+    table = sources_table(config)
+    langs = {pair: (config["pairs"][pair]["src"], config["pairs"][pair]["tgt"]) for pair in pairs}
     splits = {pair: sources.pair_splits(table, scale["corpora"][pair], *langs[pair]) for pair in langs}
     for name in cfg.active_systems(config):
         pair = cfg.system_pair(config, name)
@@ -63,6 +74,10 @@ def resolve_data(config: dict[str, Any]) -> tuple[dict, dict, dict]:
         for split, names in splits[pair].items():
             if len({corpora[pair][name].tokenized for name in names}) > 1:
                 raise UserError(f"the {split} corpora of {pair} mix Moses-tokenized files and raw text ({', '.join(names)}); use one kind.")
+    for pair, pair_langs in langs.items():
+        if not corpora or not all(c.tokenized for c in corpora[pair].values()):
+            for lang in pair_langs:
+                check_language(lang, f"pairs.{pair}")
     return table, splits, corpora
 
 
@@ -80,12 +95,12 @@ class Plan:
     def __init__(self, config: dict[str, Any]):
         self.config = config
         self.scale = cfg.active_scale(config)
-        self.sources, self.split_corpora, self.corpora = resolve_data(config)
         self.systems = cfg.active_systems(config)
         self.ensembles = cfg.active_ensembles(config)
         self.runs = {cfg.run_name(config, s, seed): Run(s, seed) for s in self.systems for seed in cfg.seeds(config, s)}
         self.runs |= {cfg.run_name(config, e, seed): Run(e, seed) for e in self.ensembles for seed in self._ensemble_seeds(e)}
         self.pairs = sorted({cfg.system_pair(config, s) for s in self.systems})
+        self.sources, self.split_corpora, self.corpora = resolve_data(config, self.pairs)
         self.demo = self.scale["data"]["source"] == "synthetic"
         self.bpe = self.scale["vocab"]["kind"] == "bpe"
         self.archive_files = {sources.file_name(self.sources, key): key for key in self.sources["archives"]}
@@ -187,11 +202,12 @@ class Plan:
 
     def wildcard_constraints(self) -> dict[str, str]:
         """Snakemake's global wildcard constraints: every wildcard matches only what this plan has."""
+        languages = sorted({lang for pair in self.pairs for lang in self.langs(pair)})
         return {
-            "pair": r"[a-z]{2}-[a-z]{2}",
-            "lang": r"[a-z]{2}",
-            "src": r"[a-z]{2}",
-            "tgt": r"[a-z]{2}",
+            "pair": one_of(self.pairs),
+            "lang": one_of(languages),
+            "src": one_of(languages),
+            "tgt": one_of(languages),
             "split": f"pool|indomain|dev|preselected|{self.test_splits}",
             "corpus": one_of(sorted({c for names in self.corpora.values() for c in names})),
             "archive": one_of(list(self.sources["archives"])),
@@ -227,8 +243,22 @@ class Plan:
         return rows
 
     def figure_systems(self) -> dict[str, list[tuple[str, bool]]]:
-        """What each figure (figures.<name>) draws at the active scale, in config order; empty: not made."""
-        return {name: self.figure_rows(name) for name in self.config["figures"]}
+        """What each figure (figures.<name>) draws at the active scale, in config order; empty: not made. With
+        `only_tables`, a figure of another table, or one that would miss systems the tables leave out, is not made."""
+        only = self.config.get("only_tables")
+        drawn = {name: self.figure_rows(name) for name in self.config["figures"]}
+        if only:
+            at_scale = set(self.scale["systems"])
+            for name, fig in self.config["figures"].items():
+                needed = cfg.trained_for(self.config, {r["system"] for r in fig.get("rows", [])}) & at_scale
+                if ("table" in fig and fig["table"] not in only) or not needed <= set(self.systems):
+                    drawn[name] = []
+        return drawn
+
+    def tables_made(self) -> list[str]:
+        """The tables this run writes: those with a row that runs at the active scale (with `only_tables`, of those only)."""
+        only = self.config.get("only_tables")
+        return [t for t in self.config["tables"] if self.table_systems(t) and (not only or t in only)]
 
     def active_claims(self) -> list[dict[str, Any]]:
         """The claims whose two systems run at the active scale."""
@@ -236,9 +266,10 @@ class Plan:
         return [c for c in self.config["claims"] if all(split_score_name(c[side])[0] in active for side in ("a", "b"))]
 
     def final_targets(self) -> list[str]:
-        """What `snakemake` with no target makes: tables, figures, claims, coverage, corpus reports, provenance."""
-        targets = [paths.table(t, ext) for t in self.config["tables"] if self.table_systems(t) for ext in ("csv", "md")]
+        """What `snakemake` with no target makes: tables, figures, claims, coverage, the corpus reports of the pairs
+        the systems translate, provenance."""
+        targets = [paths.table(t, ext) for t in self.tables_made() for ext in ("csv", "md")]
         targets += [paths.figure(key) for key, drawn in self.figure_systems().items() if drawn]
         targets += [paths.table("claims", ext) for ext in ("csv", "md")] if self.active_claims() else []
         targets += [paths.table("coverage", ext) for ext in ("csv", "md")]
-        return targets + [paths.raw_report(pair) for pair in self.scale["corpora"]] + [paths.provenance()]
+        return targets + [paths.raw_report(pair) for pair in self.pairs] + [paths.provenance()]

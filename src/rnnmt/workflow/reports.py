@@ -6,6 +6,7 @@ from typing import Any
 
 from rnnmt import config as cfg
 from rnnmt.evaluate.figures import figure_kind
+from rnnmt.evaluate.tables import table_kind
 from rnnmt.workflow import paths
 from rnnmt.workflow.plan import DEMO_BANNER, Plan, score_name, split_score_name, translation_of
 
@@ -56,12 +57,12 @@ class Reports:
             return {"file": paths.model(run, "meta.json")}
         split, unk = self.plan.table_splits[table], row.get("unk_replace", False)
         files = {"file": paths.scores(score_name(run, unk, split))}
-        if spec["kind"] == "luong":
-            if spec["unk_column"]:
-                files["unk_file"] = paths.scores(score_name(run, True, split))
-            # meta.json's test perplexity is the held-out cost of the pair's first test set, so only its tables show it.
-            if row["system"] in self.plan.systems and not unk and split == "test":
-                files["meta"] = paths.model(run, "meta.json")
+        kind = table_kind(spec["kind"])
+        if "unk_file" in kind.files.values() and spec["unk_column"]:
+            files["unk_file"] = paths.scores(score_name(run, True, split))
+        # meta.json's test perplexity is the held-out cost of the pair's first test set, so only its tables show it.
+        if "meta" in kind.files.values() and row["system"] in self.plan.systems and not unk and split == "test":
+            files["meta"] = paths.model(run, "meta.json")
         return files
 
     def row_files(self, table: str, row: dict[str, Any]) -> dict[str, Any]:
