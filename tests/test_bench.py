@@ -342,3 +342,115 @@ def test_bench_paper_keeps_the_rows_it_measured_when_a_system_fails(tiny_paper_c
         bench.bench_paper(torch.device("cpu"), config=tiny_paper_config, scale="paper", steps=1, overrides={}, systems=["rnnsearch-30", "luong-base"], keep=out)
     kept = json.loads(out.read_text())
     assert kept["complete"] is False and [row["system"] for row in kept["systems"]] == ["rnnsearch-30"]
+
+
+def test_batches_bench_times_the_hosts_work_on_a_corpus_of_the_papers_lengths(tiny_paper_config, tmp_path, capsys):
+    """`rnnmt bench batches`: the time to make each paper batch, from a random corpus or a written one, and the memory."""
+    assert main(["bench", "batches", "--paper-shape", "rnnsearch-50", "--config", str(tiny_paper_config), "--pairs", "5000", "--steps", "30"]) == 0
+    made = json.loads(capsys.readouterr().out)
+    assert made["pairs"] == 5000 and made["batches"] == 30 and made["corpus"] == "random, made here"
+    assert 0 < made["batch_ms_median"] <= made["batch_ms_max"] and made["corpus_mb"] > 0
+    assert (
+        main(
+            [
+                "bench",
+                "corpus",
+                "--paper-shape",
+                "rnnsearch-50",
+                "--config",
+                str(tiny_paper_config),
+                "--pairs",
+                "3000",
+                "--dev-pairs",
+                "50",
+                "--updates",
+                "7",
+                "--out-dir",
+                str(tmp_path / "corpus"),
+            ]
+        )
+        == 0
+    )
+    written = json.loads(capsys.readouterr().out)
+    assert written == {"system": "rnnsearch-50", "pairs": 3000, "dev_pairs": 50, "vocab": 54, "out_dir": str(tmp_path / "corpus"), "updates": 7}
+    system = json.loads((tmp_path / "corpus" / "system.json").read_text())
+    assert system["train"]["updates"] == 7 and system["train"]["valid_every"] == 5000 and system["train"]["checkpoint_every"] == 1000  # the paper's
+    argv = [
+        "bench",
+        "batches",
+        "--paper-shape",
+        "rnnsearch-50",
+        "--config",
+        str(tiny_paper_config),
+        "--data",
+        str(tmp_path / "corpus" / "train.pt"),
+        "--steps",
+        "10",
+    ]
+    assert main(argv) == 0
+    read = json.loads(capsys.readouterr().out)
+    assert read["pairs"] == 3000 and read["corpus"] == str(tmp_path / "corpus" / "train.pt")
+
+
+def test_the_written_corpus_trains_with_rnnmt_train(tiny_paper_config, tmp_path):
+    corpus, run = tmp_path / "corpus", tmp_path / "run"
+    main(
+        [
+            "bench",
+            "corpus",
+            "--paper-shape",
+            "rnnsearch-50",
+            "--config",
+            str(tiny_paper_config),
+            "--pairs",
+            "400",
+            "--dev-pairs",
+            "20",
+            "--updates",
+            "3",
+            "--out-dir",
+            str(corpus),
+        ]
+    )
+    argv = ["train", "--system", str(corpus / "system.json"), "--train", str(corpus / "train.pt"), "--valid", f"dev={corpus / 'dev.pt'}"]
+    assert (
+        main([*argv, "--src-vocab", str(corpus / "vocab.src.json"), "--tgt-vocab", str(corpus / "vocab.tgt.json"), "--out-dir", str(run), "--device", "cpu"])
+        == 0
+    )
+    assert json.loads((run / "meta.json").read_text())["updates"] == 3 and len((run / "metrics.jsonl").read_text().splitlines()) == 3
+
+
+def test_concurrent_processes_train_together_and_each_reports_its_rate(tiny_paper_config, capsys):
+    """`rnnmt bench paper --concurrent 2`: two training processes of two systems on one device, timed over the same
+    window; the aggregate is the sum of their rates."""
+    argv = ["bench", "paper", "--concurrent", "2", "--only", "rnnsearch-50", "luong-global-general-feed", "--config", str(tiny_paper_config)]
+    assert main([*argv, "--device", "cpu", "--seconds", "1", "--steps", "2"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["processes"] == 2 and [row["system"] for row in result["systems"]] == ["luong-global-general-feed", "rnnsearch-50"]
+    assert all(row["updates"] >= 1 and row["seconds"] >= 1 for row in result["systems"])
+    assert result["aggregate_target_tokens_per_s"] == pytest.approx(sum(row["target_tokens_per_s"] for row in result["systems"]))
+    assert result["mps"] is False
+
+
+def test_concurrent_needs_the_systems_to_run(tiny_paper_config, capsys):
+    assert main(["bench", "paper", "--concurrent", "2", "--config", str(tiny_paper_config), "--device", "cpu"]) == 2
+    assert "rnnmt bench paper --concurrent needs --only SYSTEM [SYSTEM ...]" in capsys.readouterr().err
+
+
+def test_precision_bench_trains_both_precisions_and_writes_both_dev_curves(tiny_corpus, tmp_path, capsys):
+    """`rnnmt bench precision`: the same system, data and seed in float32 and in bfloat16; the dev NLL per target token
+    of each validation in a table and a figure, and the largest relative gap after the settling updates."""
+    from conftest import tiny_system
+
+    (tmp_path / "system.json").write_text(json.dumps(tiny_system(updates=999)))
+    data = ["--data", str(tiny_corpus["data"]), "--valid", str(tiny_corpus["data"]), "--src-vocab", str(tiny_corpus["src_vocab"])]
+    argv = ["bench", "precision", "--system", str(tmp_path / "system.json"), *data, "--tgt-vocab", str(tiny_corpus["tgt_vocab"])]
+    out = tmp_path / "precision"
+    assert main([*argv, "--steps", "6", "--valid-every", "2", "--settle", "2", "--out-dir", str(out), "--device", "cpu"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [row["update"] for row in result["curves"]] == [2, 4, 6]
+    for row in result["curves"]:
+        assert row["float32"] > 0 and row["bfloat16"] > 0 and row["gap"] == pytest.approx(abs(row["bfloat16"] - row["float32"]) / row["float32"])
+    assert result["largest_gap_after_settle"] == max(row["gap"] for row in result["curves"][1:]) and result["at_update"] in (4, 6)
+    assert (out / "precision.png").stat().st_size > 0 and (out / "precision.csv").read_text().startswith("update,float32,bfloat16,gap")
+    assert all((out / p / "metrics.jsonl").exists() for p in ("float32", "bfloat16"))  # each run's own record

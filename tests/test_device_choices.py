@@ -32,13 +32,19 @@ def test_the_paper_scale_on_a_cuda_device_takes_the_captured_bfloat16_path(name,
     monkeypatch.setattr(device_choices, "cuda_multiplies_bfloat16", lambda device: True)
     monkeypatch.setattr(device_choices.importlib.util, "find_spec", lambda name: object())  # Triton, as torch's CUDA builds bring it
     chosen = choose(paper_train(name), CUDA)
-    assert {k: c.value for k, c in chosen.items()} == {"precision": "bfloat16", "graph": "cuda", "sync": "logging", "recurrence": "kernels"}
+    assert {k: c.value for k, c in chosen.items()} == {
+        "precision": "bfloat16",
+        "graph": "cuda",
+        "sync": "logging",
+        "recurrence": "kernels",
+        "deterministic": "on",
+    }
     assert all(c.why.startswith("auto: ") for c in chosen.values())
 
 
 def test_the_paper_scale_on_a_cpu_stays_float32_without_graphs():
     chosen = choose(paper_train("rnnsearch-50"), CPU)
-    assert {k: c.value for k, c in chosen.items()} == {"precision": "float32", "graph": "none", "sync": "update", "recurrence": "fused"}
+    assert {k: c.value for k, c in chosen.items()} == {"precision": "float32", "graph": "none", "sync": "update", "recurrence": "fused", "deterministic": "on"}
 
 
 def test_without_triton_a_gpu_runs_the_fused_loops(monkeypatch):
@@ -60,12 +66,12 @@ def test_without_max_len_nothing_is_captured():
 
 
 def test_a_value_given_in_the_config_wins_over_auto():
-    train = {**paper_train("rnnsearch-50"), "precision": "float32", "graph": "static", "sync": "update", "recurrence": "plain"}
+    train = {**paper_train("rnnsearch-50"), "precision": "float32", "graph": "static", "sync": "update", "recurrence": "plain", "deterministic": "off"}
     chosen = choose(train, CUDA)
     assert {k: (c.value, c.why) for k, c in chosen.items()} == {k: (train[k], "given in the config") for k in chosen}
 
 
-@pytest.mark.parametrize("key", ["precision", "graph", "sync", "recurrence"])
+@pytest.mark.parametrize("key", ["precision", "graph", "sync", "recurrence", "deterministic"])
 def test_an_unknown_value_is_one_clear_sentence(key):
     with pytest.raises(UserError, match=rf"^train\.{key} is 'fast'; expected one of auto, "):
         choose({**paper_train("rnnsearch-50"), key: "fast"}, CPU)

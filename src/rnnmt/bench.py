@@ -1,9 +1,12 @@
-"""`rnnmt bench train|translate|select`: throughput figures as JSON, for comparing commits (never asserted)."""
+"""`rnnmt bench train|paper|batches|corpus|translate|select`: throughput figures as JSON, for comparing commits (never
+asserted); `corpus` writes a paper-size corpus for timing a real `rnnmt train`."""
 
 from __future__ import annotations
 
 import dataclasses
 import gc
+import os
+import queue
 import resource
 import tempfile
 import time
@@ -124,11 +127,9 @@ def synthetic_data(lengths: dict[str, float], pairs: int, src_vocab: int, tgt_vo
     return ParallelData(*sides, {"synthetic": True, "src_vocab_size": src_vocab, "tgt_vocab_size": tgt_vocab})
 
 
-def _paper_shape(config_path: Path, name: str) -> dict[str, Any]:
-    """System `name` at the `paper` scale, with random data of its vocabulary sizes and its update budget."""
+def paper_system(config_path: Path, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The validated config and system `name`'s training settings at the `paper` scale."""
     from rnnmt import config as rnnmt_config
-    from rnnmt.text.vocab import Vocab
-    from rnnmt.train.batching import updates_for_epochs
 
     config = rnnmt_config.load(config_path, rnnmt_config.schema_beside(config_path))
     if name not in config["systems"]:
@@ -136,13 +137,26 @@ def _paper_shape(config_path: Path, name: str) -> dict[str, Any]:
     if "bench" not in config:
         raise UserError(f"--paper-shape needs the 'bench' section of config.yaml; {config_path} has none.")
     config["scale"] = "paper"
-    system = rnnmt_config.training_settings(config, name)
+    return config, rnnmt_config.training_settings(config, name)
+
+
+def _paper_shape(config_path: Path, name: str, pairs: int | None = None) -> dict[str, Any]:
+    """System `name` at the `paper` scale, with random data of its vocabulary sizes (`pairs` pairs; default config's
+    `bench.synthetic_pairs`, `bench.paper_pairs` of its pair when `pairs` is 0) and its update budget."""
+    from rnnmt.text.vocab import Vocab
+    from rnnmt.train.batching import updates_for_epochs
+
+    config, system = paper_system(config_path, name)
     vocab = config["scales"]["paper"]["vocab"]
     size = vocab.get("pair_sizes", {}).get(system["pair"], vocab["size"])
     train = system["train"]
+    if pairs == 0:
+        pairs = config["bench"]["paper_pairs"].get(system["pair"])
+        if pairs is None:
+            raise UserError(f"{config_path}: bench.paper_pairs has no '{system['pair']}', the pair of {name}; give --pairs.")
     data = synthetic_data(
         config["bench"]["lengths"],
-        config["bench"]["synthetic_pairs"],
+        pairs or config["bench"]["synthetic_pairs"],
         size + len(Vocab.SPECIALS),
         size + len(Vocab.SPECIALS),
         train.get("max_len"),
@@ -155,7 +169,7 @@ def _paper_shape(config_path: Path, name: str) -> dict[str, Any]:
         if pairs is None:
             raise UserError(f"--paper-shape {name}: its budget is in epochs, but bench.paper_pairs in {config_path} has no '{system['pair']}'.")
         budget = updates_for_epochs(train["epochs"], pairs, train["batch_size"])
-    return {"system": system, "data": data, "vocab": Vocab(words, [1] * size), "budget": budget}
+    return {"system": system, "data": data, "vocab": Vocab(words, [1] * size), "budget": budget, "lengths": config["bench"]["lengths"]}
 
 
 def bench_train(
@@ -242,6 +256,132 @@ def bench_train(
     return result
 
 
+def _resident_mb() -> float:
+    """This process's resident memory now (Linux: /proc/self/statm), in MiB."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def bench_batches(device: torch.device, *, paper_shape: str, config: Path, pairs: int | None, data_path: Path | None, steps: int) -> dict[str, Any]:
+    """The host's time to make each of `steps` training batches of system `paper_shape` at its paper settings (sorted
+    groups, length filter, padding to `pad_to` as a GPU's captured updates take them) from a corpus with the papers'
+    lengths: the binarized file `data_path` (read as training reads it, memory-mapped; `bench corpus` writes one), else
+    `pairs` random pairs made here (default: its paper training set, `bench.paper_pairs`); and the memory the corpus
+    and the batching hold. Nothing runs on `device`: a data loader's work happens on the host."""
+    from rnnmt.text.binarize import ParallelData
+    from rnnmt.train.batching import BatchStream, SourceFormat
+    from rnnmt.train.defaults import TRAIN_DEFAULTS
+
+    start = _resident_mb()
+    if data_path is not None:
+        data, system = ParallelData.load(data_path), paper_system(config, paper_shape)[1]
+    else:
+        shape = _paper_shape(config, paper_shape, pairs or 0)
+        data, system = shape["data"], shape["system"]
+    with_corpus = _resident_mb()
+    train = {**TRAIN_DEFAULTS, **system["train"]}
+    stream = BatchStream(
+        data,
+        train["batch_size"],
+        train["sort_k_batches"],
+        train["max_len"],
+        system["seed"],
+        sort_by=train["sort_by"],
+        shuffle_batches=train["shuffle_batches"],
+        source=SourceFormat.of(system["model"]),
+        pad_to=train["pad_to"],
+    )
+    seconds = []
+    for update in range(steps):
+        began = time.perf_counter()
+        stream.batch(update)
+        seconds.append(time.perf_counter() - began)
+    ms = sorted(1000 * s for s in seconds)
+    corpus_bytes = sum(t.numel() * t.element_size() for t in (data.src_ids, data.src_offsets, data.tgt_ids, data.tgt_offsets))
+    return {
+        "system": system["name"],
+        "pairs": len(data),
+        "batches": steps,
+        "batch_size": train["batch_size"],
+        "sort_k_batches": train["sort_k_batches"],
+        "batch_ms_median": ms[len(ms) // 2],
+        "batch_ms_mean": sum(ms) / len(ms),
+        "batch_ms_max": ms[-1],
+        "corpus": str(data_path) if data_path else "random, made here",
+        "corpus_mb": corpus_bytes / 2**20,
+        "resident_corpus_mb": with_corpus - start,
+        "resident_batching_mb": _resident_mb() - with_corpus,
+    }
+
+
+def write_paper_corpus(*, paper_shape: str, config: Path, out_dir: Path, pairs: int | None, dev_pairs: int, updates: int | None) -> dict[str, Any]:
+    """A paper-size corpus of random ids with the papers' lengths for timing a real `rnnmt train` of system
+    `paper_shape` at its paper settings (validation, checkpoints, logging): train.pt (`pairs`, default its paper
+    training set), dev.pt, both vocabularies and system.json (its budget cut to `updates` when given)."""
+    shape = _paper_shape(config, paper_shape, pairs or 0)
+    system, vocab = shape["system"], shape["vocab"]
+    if updates is not None:
+        system = {**system, "train": {**system["train"], "updates": updates, "epochs": None}}
+    size = len(vocab)
+    dev = synthetic_data(shape["lengths"], dev_pairs, size, size, None, system["seed"] + 1)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    shape["data"].save(out_dir / "train.pt")
+    dev.save(out_dir / "dev.pt")
+    vocab.save(out_dir / "vocab.src.json")
+    vocab.save(out_dir / "vocab.tgt.json")
+    write_json(out_dir / "system.json", system)
+    log(f"wrote {out_dir}: {len(shape['data']):,} training pairs, {len(dev):,} dev pairs, vocabularies of {size:,}, system.json")
+    return {
+        "system": system["name"],
+        "pairs": len(shape["data"]),
+        "dev_pairs": len(dev),
+        "vocab": size,
+        "out_dir": str(out_dir),
+        "updates": system["train"].get("updates"),
+    }
+
+
+def bench_precision(
+    device: torch.device,
+    *,
+    paper_shape: str | None,
+    config: Path,
+    system_path: Path | None,
+    data_path: Path,
+    valid_path: Path,
+    src_vocab: Path,
+    tgt_vocab: Path,
+    steps: int,
+    valid_every: int,
+    settle: int,
+    out_dir: Path,
+    overrides: dict[str, str],
+) -> dict[str, Any]:
+    """System `paper_shape` at its paper settings (or the system at `system_path`) trained on the given data in float32
+    and in bfloat16 (evaluate/precisions.py): the dev-NLL curves, their table and figure under `out_dir`."""
+    from rnnmt.text.binarize import ParallelData
+    from rnnmt.text.vocab import Vocab
+    from rnnmt.evaluate import precisions
+    from rnnmt.train.run import load_data, read_system
+
+    system = paper_system(config, paper_shape)[1] if paper_shape else read_system(system_path)
+    system = {**system, "train": {**system["train"], **overrides}}
+    source, target = Vocab.load(src_vocab), Vocab.load(tgt_vocab)
+    data: ParallelData = load_data(data_path, source, target)
+    return precisions.compare(
+        device,
+        system=system,
+        data=data,
+        dev=load_data(valid_path, source, target),
+        src_vocab=source,
+        tgt_vocab=target,
+        updates=steps,
+        valid_every=valid_every,
+        settle=settle,
+        out_dir=out_dir,
+    )
+
+
 def bench_paper(
     device: torch.device, *, config: Path, scale: str, steps: int, overrides: dict[str, str], systems: list[str] | None = None, keep: Path | None = None
 ) -> dict[str, Any]:
@@ -276,6 +416,84 @@ def bench_paper(
         result["gpu_hours"] = sum(hours)
         result["gpus_for_one_day"], result["hours_on_those_gpus"] = gpus_for(hours, DAY_HOURS)
     return result
+
+
+def _shared_gpu_worker(device: str, config: Path, name: str, steps: int, seconds: float, overrides: dict[str, str], barrier: Any, results: Any) -> None:
+    """One process of `bench_concurrent`: system `name` at paper shape warms up and captures its window's shapes,
+    waits for the others, then trains for `seconds` with them; puts its target tokens and seconds."""
+    from rnnmt.runtime import set_threads
+    from rnnmt.train.loop import Trainer
+
+    set_threads(1)
+    run_on = torch.device(device)
+    shape = _paper_shape(config, name)
+    system = {**shape["system"], "train": {**shape["system"]["train"], **overrides}}
+    window = range(WARMUP, WARMUP + steps)
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = Trainer(system, shape["data"], {}, shape["vocab"], shape["vocab"], Path(tmp), run_on, {})
+        for u in range(WARMUP):
+            trainer.step(u)
+        _timed(trainer, window, run_on)  # every shape of the window is met (and captured) before the clock starts
+        barrier.wait()
+        synchronize(run_on)
+        start, tokens, updates = time.perf_counter(), 0, 0
+        while time.perf_counter() - start < seconds:
+            tokens += trainer.step(window[updates % steps]).tokens
+            updates += 1
+        synchronize(run_on)
+        results.put(
+            {
+                "system": name,
+                "updates": updates,
+                "target_tokens": tokens,
+                "seconds": time.perf_counter() - start,
+                "settings": {key: c.value for key, c in trainer.choices.items()},
+            }
+        )
+
+
+def bench_concurrent(
+    device: torch.device, *, config: Path, systems: list[str], processes: int, steps: int, seconds: float, overrides: dict[str, str]
+) -> dict[str, Any]:
+    """`processes` training processes on one device at once (process i trains systems[i mod len(systems)] at paper
+    shape), each timed over the same `seconds` after all have warmed up: each one's target tokens/s and their sum.
+    On a GPU without MPS their kernels take turns; with MPS (started outside) they run side by side."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")  # CUDA cannot be forked
+    barrier, results = context.Barrier(processes), context.Queue()
+    names = [systems[i % len(systems)] for i in range(processes)]
+    workers = [
+        context.Process(target=_shared_gpu_worker, args=(str(device), config, name, steps, seconds, overrides, barrier, results), daemon=True) for name in names
+    ]
+    for worker in workers:
+        worker.start()
+    rows = []
+    while len(rows) < processes:
+        try:
+            rows.append(results.get(timeout=30))
+        except queue.Empty:  # a worker that died never puts its row
+            if dead := [w for w in workers if w.exitcode not in (None, 0)]:
+                barrier.abort()
+                raise UserError(
+                    f"bench paper --concurrent {processes}: {len(dead)} of the training processes failed (exit {dead[0].exitcode}); see the messages above."
+                ) from None
+    for worker in workers:
+        worker.join()
+    for row in rows:
+        row["target_tokens_per_s"] = row["target_tokens"] / row["seconds"]
+    return {
+        "processes": processes,
+        "seconds": seconds,
+        "systems": sorted(rows, key=lambda r: r["system"]),
+        "aggregate_target_tokens_per_s": sum(r["target_tokens_per_s"] for r in rows),
+        "mps": _mps_active(),
+    }
+
+
+def _mps_active() -> bool:
+    """Whether an NVIDIA MPS control daemon serves this process's pipe directory (CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps)."""
+    return Path(os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps"), "control").exists()
 
 
 # What `bench paper` keeps of each system's `bench_train`.

@@ -15,6 +15,7 @@ from rnnmt import environment, reproducible
 from rnnmt.cli import bench, config, data, decode, evaluate, select, text, train
 from rnnmt.cli.arguments import Command, positive
 from rnnmt.errors import UserError
+from rnnmt.train import determinism
 
 COMMANDS: dict[str, Command] = {c.name: c for stage in (config, data, text, select, train, decode, evaluate, bench) for c in stage.COMMANDS}
 
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     reproducible.apply()  # before any stage imports torch or NumPy
+    determinism.prepare_process()  # before anything uses cuBLAS
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.argv = argv  # `train --processes N` starts itself again under torchrun

@@ -15,7 +15,7 @@ from rnnmt import tensorfile
 FORMAT = "rnnmt-checkpoint/2"
 # Keys that only say how long, how verbosely or by which code path (same equations) to train: changing
 # them must not discard progress.
-_BUDGET_KEYS = ("updates", "epochs", "patience", "valid_every", "log_every", "checkpoint_every", "recurrence", "sync", "graph", "pad_to")
+_BUDGET_KEYS = ("updates", "epochs", "patience", "valid_every", "log_every", "checkpoint_every", "recurrence", "sync", "graph", "pad_to", "deterministic")
 
 
 def fingerprint(system: dict[str, Any], data_sha256: dict[str, str]) -> str:

@@ -18,6 +18,7 @@ TRAIN_DEFAULTS = {
     "host_memory": "keep",
     "graph": "auto",  # train/device_choices.py: cuda on a GPU (with max_len, one process), none elsewhere
     "pad_to": 8,
+    "deterministic": "auto",  # train/device_choices.py: on (a GPU run repeats bit for bit; a CPU's always does)
 }
 # The values of the settings train/device_choices.py resolves on the device that trains (`auto`).
 DEVICE_CHOICES = {
@@ -25,6 +26,7 @@ DEVICE_CHOICES = {
     "graph": ("auto", "none", "static", "cuda"),
     "sync": ("auto", "update", "logging"),
     "recurrence": ("auto", *RECURRENCES),
+    "deterministic": ("auto", "on", "off"),
 }
 # The ones written into every resolved system config (results/config/SYSTEM.json), which checkpoints fingerprint.
 RESOLVED_KEYS = ("max_len", "patience", "sort_k_batches")

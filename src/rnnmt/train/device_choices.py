@@ -17,6 +17,9 @@ when training starts; the trainer logs each choice with its reason and `rnnmt sh
   installed, `fused` (recurrence/fused.py) elsewhere: on a CPU the fused loops are faster, and the kernels' torch
   references are there to test and count, not to run. Whatever is chosen or given, a fast recurrence trains only
   where it runs the model's loops and passes its check against the modules (`verified_recurrence`).
+- deterministic: `on` everywhere. On a GPU that means deterministic algorithms and a fixed cuBLAS workspace
+  (train/determinism.py), so that two runs of a system give the same weights; a CPU's kernels at a fixed thread
+  count are deterministic already. `off` lets a GPU take its nondeterministic kernels (atomics) where they are faster.
 """
 
 from __future__ import annotations
@@ -109,6 +112,14 @@ def verified_recurrence(choice: Choice, model: dict[str, Any], device: torch.dev
     ), f"{left}; this run trains with recurrence {verdict.recurrence}"
 
 
+def deterministic(value: str, device: torch.device) -> Choice:
+    if value != "auto":
+        return Choice(value, "given in the config")
+    if device.type == "cuda":
+        return Choice("on", "auto: deterministic algorithms and a fixed cuBLAS workspace, so that a run repeats bit for bit")
+    return Choice("on", "auto: a CPU's kernels are deterministic at a fixed thread count")
+
+
 def choose(train: dict[str, Any], device: torch.device, processes: int = 1) -> dict[str, Choice]:
     """The device-dependent settings of `train` (defaults filled in) for a run on `device` in `processes` processes."""
     for key, known in DEVICE_CHOICES.items():
@@ -119,6 +130,7 @@ def choose(train: dict[str, Any], device: torch.device, processes: int = 1) -> d
         "graph": graph(train["graph"], device, train["max_len"], processes),
         "sync": sync(train["sync"], device),
         "recurrence": recurrence(train["recurrence"], device),
+        "deterministic": deterministic(train["deterministic"], device),
     }
 
 

@@ -19,7 +19,7 @@ from rnnmt.recurrence import forms
 from rnnmt.runtime import format_duration, keep_freed_memory, log
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
-from rnnmt.train import checkpoint, device_choices, distributed
+from rnnmt.train import checkpoint, determinism, device_choices, distributed
 from rnnmt.train.batching import Batch, BatchStream, SourceFormat, eval_batches, round_up
 from rnnmt.train.defaults import TRAIN_DEFAULTS
 from rnnmt.train.distributed import World
@@ -132,6 +132,7 @@ class Trainer:
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.data_sha256 = data_sha256
         self.choices = device_choices.choose(self.cfg, device, world.size)
+        determinism.apply(self.choices["deterministic"].value == "on", device)
         self.choices["recurrence"], failure = device_choices.verified_recurrence(
             self.choices["recurrence"], system["model"], device, self.choices["precision"].value
         )

@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""The GPU checks and measurements in one run: the `cuda` suite, the cost of determinism, bfloat16 against float32
+on real data, a real training run's rate beside `bench paper`'s, and jobs sharing one GPU (with and without MPS).
+
+A GPU is at hand only now and then; whenever one is, run this first. Two steps:
+
+    python3 scripts/gpu_check.py prepare            # here, beside ../shared: wheels and data into .gpu/ (git ignores it)
+    python3 scripts/gpu_check.py run --out DIR      # on the GPU machine, from the project root, with .gpu/ carried
+
+`run` writes DIR/gpu-check.log (everything printed) and DIR/gpu-check.json (each part's results) and needs neither
+Snakemake nor a registry there: rnnmt runs from src/ (`PYTHONPATH=src`), the wheels from .gpu/wheels. `--parts`
+picks parts (default all, about 10 minutes on an H100); `--dry-run` prints every command and checks that each
+parses and that its inputs exist, without running anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data" / "wmt14"
+# What the GPU machine lacks (it has torch, Triton, numpy, pandas, matplotlib, PyYAML and pytest), at the lock's
+# versions (constraints.txt), as wheels for its Python 3.12; pytest-xdist runs the suite in parallel there.
+WHEELS = "jsonschema referencing jsonschema-specifications rpds-py attrs sacremoses subword-nmt mock click joblib tqdm regex sacrebleu portalocker tabulate colorama lxml".split()
+UNLOCKED = ["pytest-xdist==3.8.0", "execnet==2.1.1"]
+# Real data for the precision comparison: (pair, training sample, dev set) from ../shared/data/wmt14.
+DATA = {
+    "en-fr": {
+        "train": ("train-sample/europarl-v7.fr-en.tok20k/europarl-v7.fr-en.en", "train-sample/europarl-v7.fr-en.tok20k/europarl-v7.fr-en.fr"),
+        "dev": ("dev/newstest2012.en", "dev/newstest2012.fr"),
+        "tokenized": False,
+    },
+    "en-de": {
+        "train": ("ende-tokenized-sample/src-train.txt", "ende-tokenized-sample/targ-train.txt"),
+        "dev": ("ende-tokenized-sample/src-val.txt", "ende-tokenized-sample/targ-val.txt"),
+        "tokenized": True,
+    },
+}
+SYSTEMS = {"rnnsearch-50": "en-fr", "luong-localp-general-feed": "en-de"}
+SHARED_GPU = ["rnnsearch-50", "luong-global-general-feed", "luong-localp-general-feed"]
+
+
+@dataclass
+class Step:
+    """One command of a part: what it is, its argv, its time limit, and where it leaves JSON (if it does)."""
+
+    label: str
+    argv: list[str]
+    limit_s: int
+    output: Path | None = None
+    needs: list[Path] = field(default_factory=list)
+
+
+def rnnmt(*args: str) -> list[str]:
+    return [sys.executable, "-m", "rnnmt.cli", *args]
+
+
+def parts(gpu_dir: Path, work: Path) -> dict[str, list[Step]]:
+    """Every part's steps, in the order they run."""
+    data = gpu_dir / "data"
+    cuda_tests = sorted(
+        str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py") if re.search(r"mark\.cuda|pytestmark = pytest\.mark\.cuda", p.read_text())
+    )
+    suite = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "cuda", "-n", "16", "--junitxml", str(work / "cuda-suite.xml"), *cuda_tests]
+    steps: dict[str, list[Step]] = {"suite": [Step("pytest -m cuda", suite, 300)]}
+    steps["determinism"] = [
+        Step(
+            f"{system} deterministic {mode}",
+            rnnmt(
+                "bench",
+                "train",
+                "--paper-shape",
+                system,
+                "--device",
+                "cuda",
+                "--steps",
+                "60",
+                "--deterministic",
+                mode,
+                "--output",
+                str(work / f"det-{system}-{mode}.json"),
+            ),
+            120,
+            work / f"det-{system}-{mode}.json",
+        )
+        for system in ("rnnsearch-50", "luong-localp-general-feed")
+        for mode in ("on", "off")
+    ]
+    steps["precision"] = []
+    for system, pair in SYSTEMS.items():
+        files = {name: data / pair / name for name in ("train.pt", "dev.pt", "vocab.src.json", "vocab.tgt.json")}
+        argv = rnnmt(
+            "bench",
+            "precision",
+            "--paper-shape",
+            system,
+            "--data",
+            str(files["train.pt"]),
+            "--valid",
+            str(files["dev.pt"]),
+            "--src-vocab",
+            str(files["vocab.src.json"]),
+            "--tgt-vocab",
+            str(files["vocab.tgt.json"]),
+            "--device",
+            "cuda",
+            "--steps",
+            "600",
+            "--valid-every",
+            "100",
+            "--settle",
+            "300",
+            "--out-dir",
+            str(work / f"precision-{system}"),
+            "--output",
+            str(work / f"precision-{system}.json"),
+        )
+        steps["precision"].append(Step(f"{system} float32 and bfloat16", argv, 240, work / f"precision-{system}.json", list(files.values())))
+    corpus, run = work / "corpus", work / "realrun"
+    vocabs = ["--src-vocab", str(corpus / "vocab.src.json"), "--tgt-vocab", str(corpus / "vocab.tgt.json")]
+    steps["realrun"] = [
+        Step("a paper-size corpus, 12M pairs", rnnmt("bench", "corpus", "--paper-shape", "rnnsearch-50", "--updates", "5500", "--out-dir", str(corpus)), 240),
+        Step(
+            "host: one paper batch from it",
+            rnnmt(
+                "bench",
+                "batches",
+                "--paper-shape",
+                "rnnsearch-50",
+                "--data",
+                str(corpus / "train.pt"),
+                "--steps",
+                "2000",
+                "--device",
+                "cpu",
+                "--output",
+                str(work / "batches.json"),
+            ),
+            120,
+            work / "batches.json",
+        ),
+        Step(
+            "rnnmt train on it at paper settings, 5,500 updates",
+            rnnmt(
+                "train",
+                "--system",
+                str(corpus / "system.json"),
+                "--train",
+                str(corpus / "train.pt"),
+                "--valid",
+                f"dev={corpus / 'dev.pt'}",
+                *vocabs,
+                "--out-dir",
+                str(run),
+                "--device",
+                "cuda",
+            ),
+            300,
+            run / "metrics.jsonl",
+        ),
+        Step(
+            "bench paper, the same system",
+            rnnmt("bench", "paper", "--only", "rnnsearch-50", "--device", "cuda", "--steps", "20", "--output", str(work / "bench-rnnsearch-50.json")),
+            120,
+            work / "bench-rnnsearch-50.json",
+        ),
+    ]
+    steps["concurrent"] = [
+        Step(
+            f"{n} processes{' under MPS' if mps else ''}",
+            rnnmt(
+                "bench",
+                "paper",
+                "--concurrent",
+                str(n),
+                "--only",
+                *SHARED_GPU,
+                "--device",
+                "cuda:0",
+                "--seconds",
+                "15",
+                "--steps",
+                "20",
+                "--output",
+                str(work / f"concurrent-{n}{'-mps' if mps else ''}.json"),
+            ),
+            150,
+            work / f"concurrent-{n}{'-mps' if mps else ''}.json",
+        )
+        for mps, counts in ((False, (1, 2, 3)), (True, (2, 3)))
+        for n in counts
+    ]
+    return steps
+
+
+def realrun_rate(metrics: Path) -> dict:
+    """The steady rate of the real run: the median of its logged target tokens/s after the first log point."""
+    rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+    rates = sorted(r["target_tokens_per_s"] for r in rows[1:] if "target_tokens_per_s" in r)
+    return {"updates": len(rows), "logged_rates": len(rates), "median_target_tokens_per_s": rates[len(rates) // 2] if rates else None}
+
+
+def mps(start: bool, log) -> bool:
+    """Start (or stop) an MPS control daemon for this measurement only, in pipe and log folders of its own."""
+    control = shutil.which("nvidia-cuda-mps-control")
+    if control is None:
+        log("nvidia-cuda-mps-control is not on this machine: no MPS measurement")
+        return False
+    env = {**os.environ, "CUDA_MPS_PIPE_DIRECTORY": "/tmp/rnnmt-mps/pipe", "CUDA_MPS_LOG_DIRECTORY": "/tmp/rnnmt-mps/log"}
+    for folder in ("/tmp/rnnmt-mps/pipe", "/tmp/rnnmt-mps/log"):
+        os.makedirs(folder, exist_ok=True)
+    if start:
+        os.environ.update({k: env[k] for k in ("CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY")})
+        return subprocess.run([control, "-d"], env=env).returncode == 0
+    subprocess.run([control], input="quit\n", text=True, env=env)
+    for key in ("CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY"):
+        os.environ.pop(key, None)
+    return True
+
+
+def dry_run(plan: dict[str, list[Step]]) -> int:
+    """Print every command; check that rnnmt parses each and that the prepared inputs exist."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from rnnmt.cli import build_parser
+
+    parser, missing = build_parser(), []
+    for part, steps in plan.items():
+        for step in steps:
+            print(f"[{part}] {step.label} (at most {step.limit_s} s): {shlex.join(step.argv)}")
+            if step.argv[1:3] == ["-m", "rnnmt.cli"]:
+                parser.parse_args(step.argv[3:])
+            missing += [str(p) for p in step.needs if not p.exists()]
+    total = sum(step.limit_s for steps in plan.values() for step in steps)
+    print(f"{sum(len(s) for s in plan.values())} commands; at most {total} s if every one ran to its limit")
+    if missing:
+        print(f"missing inputs (run `python3 scripts/gpu_check.py prepare` beside ../shared first): {', '.join(missing)}")
+        return 1
+    return 0
+
+
+def run(plan: dict[str, list[Step]], out: Path, gpu_dir: Path) -> int:
+    """Run the parts, each step within its limit; one log and one JSON under `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    log_file = open(out / "gpu-check.log", "a", encoding="utf-8")
+    t0 = time.monotonic()
+
+    def log(message: str) -> None:
+        line = f"[+{time.monotonic() - t0:.0f}s] {message}"
+        print(line, flush=True)
+        print(line, file=log_file, flush=True)
+
+    site = "/tmp/rnnmt-gpu-site"
+    if (wheels := sorted((gpu_dir / "wheels").glob("*.whl"))) and not Path(site).exists():
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--target", site, *map(str, wheels)], check=False
+        )
+    os.environ.update(
+        PYTHONPATH=os.pathsep.join([site, str(ROOT / "src"), str(ROOT / "tests")]), PYTHONUNBUFFERED="1", RNNMT_GPU_LOCK_DIR="/tmp/rnnmt-gpu-lock"
+    )
+    machine = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"], capture_output=True, text=True)
+    results: dict = {"machine": machine.stdout.strip(), "commit": (ROOT / ".git").exists() and _commit(), "parts": {}}
+    log(f"machine: {results['machine']}; python {sys.version.split()[0]}")
+    failures = 0
+    for part, steps in plan.items():
+        results["parts"][part] = rows = []
+        plain, shared = [s for s in steps if "MPS" not in s.label], [s for s in steps if "MPS" in s.label]
+        for step in plain:
+            rows.append(_run_step(part, step, log, log_file))
+        if shared and mps(True, log):
+            rows += [_run_step(part, step, log, log_file) for step in shared]
+            mps(False, log)
+        failures += sum(row["rc"] != 0 for row in rows)
+        (out / "gpu-check.json").write_text(json.dumps(results, indent=1, default=str))
+    log(f"done: {failures} step(s) failed")
+    return 1 if failures else 0
+
+
+def _run_step(part: str, step: Step, log, log_file) -> dict:
+    """Run one step within its limit, its output into the log; its row for the JSON."""
+    log(f"== {part}: {step.label}")
+    began = time.monotonic()
+    try:
+        rc = subprocess.run(step.argv, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT, timeout=step.limit_s).returncode
+    except subprocess.TimeoutExpired:
+        rc = "timeout"
+    row = {"step": step.label, "rc": rc, "seconds": round(time.monotonic() - began, 1)}
+    if rc == 0 and step.output is not None and step.output.exists():
+        row["result"] = realrun_rate(step.output) if step.output.name == "metrics.jsonl" else json.loads(step.output.read_text())
+    log(f"{step.label}: rc {rc} in {row['seconds']} s")
+    return row
+
+
+def _commit() -> str:
+    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+
+
+def prepare(gpu_dir: Path) -> None:
+    """Here, beside ../shared: the wheels the GPU machine lacks and the real-data samples, binarized, under `gpu_dir`."""
+    if not SHARED.exists():
+        sys.exit(f"gpu_check prepare: {SHARED} does not exist; expected the WMT'14 samples beside the project (../shared/data/wmt14).")
+    exclude = ROOT / ".git" / "info" / "exclude"
+    if exclude.exists() and f"/{gpu_dir.name}/" not in exclude.read_text():
+        exclude.write_text(exclude.read_text() + f"/{gpu_dir.name}/\n")
+    wheels = gpu_dir / "wheels"
+    platforms = [arg for p in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64") for arg in ("--platform", p)]
+    locked = dict(re.findall(r"^([A-Za-z0-9_.-]+)==([^\s#]+)", (ROOT / "constraints.txt").read_text(), re.MULTILINE))
+    download = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp"]
+    subprocess.run([*download, *platforms, "-d", str(wheels), *(f"{name}=={locked[name]}" for name in WHEELS), *UNLOCKED], check=True)
+    for pair, spec in DATA.items():
+        folder = gpu_dir / "data" / pair
+        folder.mkdir(parents=True, exist_ok=True)
+        src, tgt = pair.split("-")
+        for split in ("train", "dev"):
+            for lang, name in zip((src, tgt), spec[split]):
+                tokenize = ["tokenize", "--lang", lang, "--input", str(SHARED / name), "--output", str(folder / f"{split}.{lang}")]
+                subprocess.run(rnnmt(*tokenize, *(["--pretokenized"] if spec["tokenized"] else [])), check=True)
+        for side, lang in (("src", src), ("tgt", tgt)):
+            subprocess.run(
+                rnnmt("vocab", "--input", str(folder / f"train.{lang}"), "--size", "30000", "--output", str(folder / f"vocab.{side}.json")), check=True
+            )
+        for split in ("train", "dev"):
+            vocabs = ["--src-vocab", str(folder / "vocab.src.json"), "--tgt-vocab", str(folder / "vocab.tgt.json")]
+            argv = [
+                "binarize",
+                "--src",
+                str(folder / f"{split}.{src}"),
+                "--tgt",
+                str(folder / f"{split}.{tgt}"),
+                *vocabs,
+                "--output",
+                str(folder / f"{split}.pt"),
+            ]
+            subprocess.run(rnnmt(*argv), check=True)
+    print(f"prepared {gpu_dir}: carry it (device run: carry ['{gpu_dir.relative_to(ROOT)}']) and run `python3 scripts/gpu_check.py run --out $OUT` there")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("step", choices=["prepare", "run"])
+    parser.add_argument("--gpu-dir", type=Path, default=ROOT / ".gpu", help="wheels and data for the GPU machine (default .gpu/)")
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/gpu-check")), help="run: where the log and JSON go (default $OUT)")
+    parser.add_argument("--parts", nargs="+", default=None, help="run: which parts (default all: suite determinism precision realrun concurrent)")
+    parser.add_argument("--dry-run", action="store_true", help="run: print and check every command without running it")
+    a = parser.parse_args()
+    if a.step == "prepare":
+        prepare(a.gpu_dir.resolve())
+        return 0
+    work = a.out / "work" if a.dry_run else Path("/tmp/rnnmt-gpu-check")
+    plan = parts(a.gpu_dir.resolve(), work)
+    if unknown := set(a.parts or []) - set(plan):
+        parser.error(f"unknown parts {', '.join(sorted(unknown))}; expected some of {', '.join(plan)}")
+    plan = {name: steps for name, steps in plan.items() if a.parts is None or name in a.parts}
+    return dry_run(plan) if a.dry_run else run(plan, a.out, a.gpu_dir.resolve())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
