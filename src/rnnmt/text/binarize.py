@@ -26,11 +26,13 @@ def _lengths(offsets: torch.Tensor) -> torch.Tensor:
 
 
 def _gather(ids: torch.Tensor, offsets: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Return the ids and offsets of the sentences idx, in that order, without a Python loop."""
-    lengths = _lengths(offsets)[idx]
+    """Return the ids and offsets of the sentences idx, in that order, without a Python loop; it reads only their
+    entries (a training batch of a 12M-pair corpus: not the corpus's every length)."""
+    starts = offsets[idx]
+    lengths = offsets[idx + 1] - starts
     new_offsets = torch.zeros(len(idx) + 1, dtype=torch.int64)
     torch.cumsum(lengths, 0, out=new_offsets[1:])
-    shift = torch.repeat_interleave(offsets[idx] - new_offsets[:-1], lengths)
+    shift = torch.repeat_interleave(starts - new_offsets[:-1], lengths)
     positions = torch.arange(int(new_offsets[-1]), dtype=torch.int64) + shift
     return ids[positions], new_offsets
 

@@ -65,18 +65,22 @@ def pad(seqs: list[Tensor], eos: bool = True, multiple: int = 1, reverse: bool =
     return pad_flat(torch.cat(seqs), torch.tensor([len(s) for s in seqs], dtype=torch.long), eos, multiple, reverse)
 
 
-def pad_flat(ids: Tensor, lengths: Tensor, eos: bool = True, multiple: int = 1, reverse: bool = False) -> tuple[Tensor, Tensor]:
-    """`pad` of the sequences laid end to end in `ids` with `lengths` (each reversed where `reverse`); a few
-    tensor operations, not one per sentence: on a GPU the host makes every update's batch."""
+def pad_flat(ids: Tensor, lengths: Tensor, eos: bool = True, multiple: int = 1, reverse: bool = False, starts: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """`pad` of the sequences in the flat `ids` with `lengths` (each reversed where `reverse`), laid end to end or
+    beginning at `starts` (a corpus's offsets: no copy of the sentences first); a few tensor operations, not one
+    per sentence: on a GPU the host makes every update's batch."""
     width = round_up(max(int(lengths.max()) + eos, 1), multiple)
     cols = torch.arange(width)
-    real = cols < lengths.unsqueeze(1)
-    within = lengths.unsqueeze(1) - 1 - cols if reverse else cols.expand(len(lengths), width)
-    starts = torch.cumsum(lengths, 0) - lengths
-    out = torch.full((len(lengths), width), Vocab.PAD, dtype=torch.long)
-    out[real] = ids[(starts.unsqueeze(1) + within)[real]]
+    rows = lengths.unsqueeze(1)
+    within = rows - 1 - cols if reverse else cols
+    if starts is None:
+        starts = torch.cumsum(lengths, 0) - lengths
+    positions = (starts.unsqueeze(1) + within).clamp_(0, max(len(ids) - 1, 0))
+    # A gather and a select: indexing with the [B, width] mask of real positions costs several times more.
+    words = ids[positions] if len(ids) else positions
+    out = torch.where(cols < rows, words, Vocab.PAD)
     if eos:
-        out[torch.arange(len(lengths)), lengths] = Vocab.EOS
+        out = torch.where(cols == rows, Vocab.EOS, out)
     return out, out != Vocab.PAD
 
 
@@ -96,9 +100,9 @@ class SourceFormat:
         """Padded source ids [B, S] and mask, in the model's layout (S a multiple of `multiple`)."""
         return pad(seqs, self.eos, multiple, self.reverse)
 
-    def batch_flat(self, ids: Tensor, lengths: Tensor, multiple: int = 1) -> tuple[Tensor, Tensor]:
-        """`batch` of the sentences laid end to end in `ids` with `lengths`."""
-        return pad_flat(ids, lengths, self.eos, multiple, self.reverse)
+    def batch_flat(self, ids: Tensor, lengths: Tensor, multiple: int = 1, starts: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """`batch` of the sentences in `ids` with `lengths`, laid end to end or beginning at `starts`."""
+        return pad_flat(ids, lengths, self.eos, multiple, self.reverse, starts)
 
     def words(self, mask: Tensor) -> Tensor:
         """The number of source words [B] in a batch laid out this way (its EOS not counted)."""
@@ -112,10 +116,10 @@ class SourceFormat:
 
 
 def collate(data: ParallelData, indices: Tensor, source: SourceFormat = SourceFormat(), multiple: int = 1) -> Batch:
-    """The batch of the given pair indices, its widths multiples of `multiple`."""
-    part = data.subset(indices)
-    src, src_mask = source.batch_flat(part.src_ids, part.src_lengths, multiple)
-    tgt, tgt_mask = pad_flat(part.tgt_ids, part.tgt_lengths, multiple=multiple)
+    """The batch of the given pair indices, its widths multiples of `multiple`, read straight from the corpus's ids."""
+    src_starts, tgt_starts = data.src_offsets[indices], data.tgt_offsets[indices]
+    src, src_mask = source.batch_flat(data.src_ids, data.src_offsets[indices + 1] - src_starts, multiple, src_starts)
+    tgt, tgt_mask = pad_flat(data.tgt_ids, data.tgt_offsets[indices + 1] - tgt_starts, multiple=multiple, starts=tgt_starts)
     return Batch(src, src_mask, tgt, tgt_mask, indices)
 
 
