@@ -362,9 +362,9 @@ def bench_precision(
 ) -> dict[str, Any]:
     """System `paper_shape` at its paper settings (or the system at `system_path`) trained on the given data in float32
     and in bfloat16 (evaluate/precisions.py): the dev-NLL curves, their table and figure under `out_dir`."""
+    from rnnmt.evaluate import precisions
     from rnnmt.text.binarize import ParallelData
     from rnnmt.text.vocab import Vocab
-    from rnnmt.evaluate import precisions
     from rnnmt.train.run import load_data, read_system
 
     system = paper_system(config, paper_shape)[1] if paper_shape else read_system(system_path)
