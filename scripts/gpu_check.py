@@ -4,7 +4,7 @@ on real data, a real training run's rate beside `bench paper`'s, and jobs sharin
 
 A GPU is at hand only now and then; whenever one is, run this first. Two steps:
 
-    python3 scripts/gpu_check.py prepare            # here, beside ../shared: wheels and data into .gpu/ (git ignores it)
+    python3 scripts/gpu_check.py prepare            # here, beside ../shared: wheels and data into .gpu/ (.gitignore has it)
     python3 scripts/gpu_check.py run --out DIR      # on the GPU machine, from the project root, with .gpu/ carried
 
 `run` writes DIR/gpu-check.log (everything printed) and DIR/gpu-check.json (each part's results) and needs neither
@@ -308,9 +308,7 @@ def prepare(gpu_dir: Path) -> None:
     """Here, beside ../shared: the wheels the GPU machine lacks and the real-data samples, binarized, under `gpu_dir`."""
     if not SHARED.exists():
         sys.exit(f"gpu_check prepare: {SHARED} does not exist; expected the WMT'14 samples beside the project (../shared/data/wmt14).")
-    exclude = ROOT / ".git" / "info" / "exclude"
-    if exclude.exists() and f"/{gpu_dir.name}/" not in exclude.read_text():
-        exclude.write_text(exclude.read_text() + f"/{gpu_dir.name}/\n")
+    gpu_dir.mkdir(parents=True, exist_ok=True)  # .gitignore keeps .gpu/ out of git; another folder: keep it out yourself
     wheels = gpu_dir / "wheels"
     platforms = [arg for p in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64") for arg in ("--platform", p)]
     locked = dict(re.findall(r"^([A-Za-z0-9_.-]+)==([^\s#]+)", (ROOT / "constraints.txt").read_text(), re.MULTILINE))
