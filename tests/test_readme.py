@@ -37,7 +37,7 @@ def cell(value: str) -> str:
 
 def test_the_readme_bahdanau_table_is_the_demo_runs():
     readme, demo = readme_rows("| system | updates | BLEU All"), demo_rows("bahdanau2014_table1")
-    assert set(readme) == set(demo)
+    assert set(readme) == {system for system, row in demo.items() if row["BLEU All"]}  # every trained row (not Moses's)
     for system, (_, bleu_all, bleu_nounk, _) in readme.items():
         assert [bleu_all, bleu_nounk] == [cell(demo[system]["BLEU All"]), cell(demo[system]["BLEU No-UNK"])], system
 
