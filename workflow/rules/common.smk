@@ -5,7 +5,6 @@ import sys
 from rnnmt import config as rnnmt_config
 from rnnmt import gpu_lock, reproducible
 from rnnmt.errors import UserError
-from rnnmt.fileio import write_json
 from rnnmt.workflow import paths
 from rnnmt.workflow.inputs import RuleInputs
 from rnnmt.workflow.plan import Plan, one_of

@@ -17,9 +17,8 @@ rule settings:
         name=one_of(REPORTS.settings_names()),
     params:
         content=REPORTS.settings,
-    run:
-        write_json(output[0], params.content)
-        Path(log[0]).write_text(f"wrote {output[0]}\n")
+    script:
+        "../scripts/write_settings.py"
 
 
 rule train:
