@@ -137,3 +137,24 @@ def test_a_training_curve_without_its_metrics_file_names_it(tmp_path):
     (tmp_path / "meta.json").write_text("{}")
     with pytest.raises(UserError, match=r"metrics.jsonl is missing: the model was trained before rnnmt wrote metrics.jsonl; delete .*meta.json"):
         training_points(tmp_path / "meta.json", "dev")
+
+
+def test_figure_6_legends_end_with_each_systems_bleu_the_mean_over_seeds(tmp_path, monkeypatch):
+    import rnnmt.evaluate.plots as plots
+
+    drawn = {}
+    monkeypatch.setattr(plots, "plot_length_curves", lambda curves, out, **kw: drawn.update(curves))
+    groups = [{"x": 10, "bleu": 20.0, "n": 200}]
+    files = []
+    for seed, bleu in enumerate((20.0, 21.0, 22.5)):
+        files.append(tmp_path / f"s{seed}.json")
+        files[-1].write_text(json.dumps({"bleu_all": bleu, "length_groups": groups}))
+    spec = {
+        "kind": "length_groups",
+        "title": "t",
+        "banner": None,
+        "evaluation": {"size": 200},
+        "curves": [{"label": "ours, local-p attn", "files": [str(f) for f in files]}],
+    }
+    figure_command(spec, tmp_path / "fig6.png")
+    assert list(drawn) == ["ours, local-p attn (BLEU 21.2)"] and len(drawn["ours, local-p attn (BLEU 21.2)"]) == 3

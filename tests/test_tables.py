@@ -382,3 +382,16 @@ def test_the_attention_check_runs_once_per_seed(tmp_path, capsys):
     md = (tmp_path / "t.md").read_text(encoding="utf-8")
     assert md.count("Result: PASS") == 2 and "Seed 1\nAttention check" in md and "Seed 2\nAttention check" in md
     capsys.readouterr()
+
+
+def test_the_markdown_names_the_data_the_rows_not_run_and_table_2s_columns(tmp_path, capsys):
+    meta = _write(tmp_path / "meta.json", [json.dumps(META)])
+    row = {"label": "RNNsearch-50", "system": "rnnsearch-50", "published": PUBLISHED2, "file": str(meta)}
+    data = "Data: this run (demo scale) en→fr on rnnmt's synthetic corpora (not WMT), trained on demo-news. The paper: WMT'14 English-French."
+    table_command(_spec("learning", [row], data=data, not_run=["rnnsearch-50star"]), tmp_path / "l.csv", tmp_path / "l.md")
+    md = (tmp_path / "l.md").read_text(encoding="utf-8").split("\n\n")
+    assert md[0] == "# T" and md[1] == data and md[2].startswith("| System |")
+    assert "Train NLL = the mean NLL per sentence (nats) over the last log window" in md[3]
+    assert md[4] == "Rows of the paper's table not run at this scale: rnnsearch-50star (config `systems`).\n"
+    assert "Data:" not in (tmp_path / "l.csv").read_text(encoding="utf-8")
+    capsys.readouterr()

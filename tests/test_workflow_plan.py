@@ -235,3 +235,89 @@ def test_only_tables_with_an_ensemble_row_trains_its_members():
 def test_only_tables_naming_an_unknown_table_is_one_line():
     with pytest.raises(cfg.UserError, match=r"config: only_tables names bahdanau2014_table9, which are not under 'tables' \(known: bahdanau2014_table1,"):
         plan_at("paper", only_tables=["bahdanau2014_table9"])
+
+
+def test_labels_name_only_the_settings_that_run_at_the_scale(demo, paper):
+    # The demo trains Luong's dropout systems with dropout 0 (recipes.luong2015-dropout.overrides.demo).
+    assert demo.resolved("luong-reverse-dropout")["model"]["dropout"] == 0.0
+    assert demo.label("luong-reverse-dropout") == "Base + reverse"
+    assert paper.label("luong-reverse-dropout") == "Base + reverse + dropout"
+    assert paper.label("luong-de-global-dot-drop-feed") == "+ global (dot) + drop + feed"
+    demo_spec, paper_spec = Reports(demo).table_spec("luong2015_table4"), Reports(paper).table_spec("luong2015_table4")
+    assert demo_spec["title"] == "Luong et al. 2015, Table 4: attentional architectures (+ reverse + feed input)"
+    assert paper_spec["title"] == "Luong et al. 2015, Table 4: attentional architectures (+ reverse + dropout + feed input)"
+    rows = {r["system"]: r["label"] for r in Reports(paper).table_spec("luong2015_table1")["rows"] if r["system"]}
+    assert rows["luong-global-location"] == "Base + reverse + dropout + global attention (location)"
+
+
+def test_a_table_names_the_data_it_measured_and_the_paper_rows_the_scale_does_not_run(demo, paper):
+    spec = Reports(demo).table_spec("luong2015_table1")
+    assert spec["data"] == (
+        "Data: this run (demo scale) en→fr on rnnmt's synthetic corpora (not WMT), trained on demo-news + demo-general, selected by axelrod, "
+        "validated on demo-dev, tested on demo-test. The paper: WMT'14 English-German, newstest2014 (filtered)."
+    )
+    assert spec["not_run"] == [
+        "luong-base",
+        "luong-reverse",
+        "luong-global-location",
+        "luong-global-location-feed",
+        "luong-localp-general-feed",
+        "luong-ensemble",
+    ]
+    assert Reports(demo).table_spec("bahdanau2014_table1")["not_run"] == ["rnnsearch-50star"]
+    paper_spec = Reports(paper).table_spec("luong2015_table1")
+    assert paper_spec["not_run"] == [] and "this run (paper scale) en→de on WMT releases, trained on europarl-v7 + commoncrawl" in paper_spec["data"]
+
+
+def legends(plan: Plan, figure: str) -> list[tuple[str, str]]:
+    return [(c["label"], c["files"][0]) for c in Reports(plan).figure_spec(figure)["curves"]]
+
+
+def test_figure_5_draws_the_papers_six_curves_or_their_stand_ins_with_the_papers_legends(demo, paper):
+    assert [label for label, _ in legends(paper, "luong2015_fig5")] == [
+        "basic",
+        "basic+reverse",
+        "basic+reverse+dropout",
+        "basic+reverse+dropout+globalAttn",
+        "basic+reverse+dropout+globalAttn+feedInput",
+        "basic+reverse+dropout+pLocalAttn+feedInput",
+    ]
+    # The demo trains none of the paper's attention systems: its global (dot) and local-m (dot) stand in, named by their settings.
+    assert legends(demo, "luong2015_fig5") == [
+        ("basic+reverse", "results/models/luong-reverse-dropout/meta.json"),
+        ("basic+reverse+globalAttn+feedInput", "results/models/luong-global-dot-feed/meta.json"),
+        ("basic+reverse+mLocalAttn+feedInput", "results/models/luong-localm-dot-feed/meta.json"),
+    ]
+
+
+def test_figure_6_draws_every_attention_the_scale_decodes_with_the_papers_legends(demo, paper):
+    assert legends(demo, "luong2015_fig6") == [
+        ("ours, no attn", "results/scores/luong-reverse-dropout.json"),
+        ("ours, global attn", "results/scores/luong-global-dot-feed.json"),
+        ("ours, local-m attn, UNK replaced", "results/scores/luong-localm-dot-feed.unk.json"),
+    ]
+    assert [label for label, _ in legends(paper, "luong2015_fig6")] == [
+        "ours, no attn",
+        "ours, global attn",
+        "ours, local-p attn, UNK replaced",
+        "ours, best system, UNK replaced",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda c: c["systems"]["luong-base"].update(label="Base{dropuot}"), r"systems.luong-base.label names \{dropuot\}, which is not under 'label_words'"),
+        (
+            lambda c: c["tables"]["luong2015_table1"]["rows"][0].update(label="WMT{dropout}"),
+            r"a row of tables.luong2015_table1 without a system names \{dropout\}",
+        ),
+        (lambda c: c["figures"]["luong2015_fig5"].update(legend="{attention}"), r"figures.luong2015_fig5.legend names \{attention\}"),
+        (lambda c: c["figures"]["luong2015_fig6"]["rows"][0].update(stand_in=["luong-nowhere"]), r"figures.luong2015_fig6 names system 'luong-nowhere'"),
+    ],
+)
+def test_label_word_and_stand_in_mistakes_are_one_line_before_any_job(change, message):
+    raw = cfg.read_yaml(ROOT / "config.yaml")
+    change(raw)
+    with pytest.raises(cfg.UserError, match=message):
+        Plan.load(raw, SCHEMA)

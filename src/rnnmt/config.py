@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,7 @@ def _check_references(config: dict[str, Any]) -> None:
             raise UserError(f"config: scales.{scale}.systems names {', '.join(unknown)}, which are not under 'systems'.")
     for name, figure in config["figures"].items():
         _check_figure(config, name, figure)
+    _check_label_words(config)
     for scale, scale_ in config["scales"].items():
         for pair in scale_["corpora"]:
             if pair not in config["pairs"]:
@@ -148,6 +150,25 @@ def _check_references(config: dict[str, Any]) -> None:
                 )
 
 
+def _check_label_words(config: dict[str, Any]) -> None:
+    """Every `{WORD}` of a label, table title or figure legend is under `label_words`; a figure's title may also
+    name {systems}, and a table row without a system has no settings to fill words from."""
+    templates = [(f"systems.{name}.label", s["label"]) for name, s in config["systems"].items()]
+    for name, table in config["tables"].items():
+        templates.append((f"tables.{name}.title", table["title"]))
+        templates += [(f"tables.{name}.rows[{i}].label", row["label"]) for i, row in enumerate(table["rows"]) if "label" in row and "system" in row]
+        if words := [w for row in table["rows"] if "system" not in row for w in label_words(row["label"])]:
+            raise UserError(f"config: a row of tables.{name} without a system names {{{words[0]}}}; only a system's row has settings to fill it from.")
+    for name, figure in config["figures"].items():
+        templates += [(f"figures.{name}.legend", figure["legend"])] if "legend" in figure else []
+        templates += [(f"figures.{name}.rows[{i}].legend", row["legend"]) for i, row in enumerate(figure.get("rows", [])) if "legend" in row]
+        templates += [(f"figures.{name}.title", figure["title"].replace("{systems}", ""))]
+    known = config.get("label_words", {})
+    for where, template in templates:
+        if unknown := [w for w in label_words(template) if w not in known]:
+            raise UserError(f"config: {where} names {{{unknown[0]}}}, which is not under 'label_words' (known: {', '.join(known) or 'none'}).")
+
+
 def _check_figure(config: dict[str, Any], name: str, figure: dict[str, Any]) -> None:
     """A figure's table or rows name what exists, and no more curves or other systems than its kind draws."""
     from rnnmt.evaluate.figures import figure_kind
@@ -159,9 +180,10 @@ def _check_figure(config: dict[str, Any], name: str, figure: dict[str, Any]) -> 
         return
     known = config["systems"] if kind.trained else {**config["systems"], **config.get("ensembles", {})}
     for row in figure["rows"]:
-        if row["system"] not in known:
-            what = "'systems' (a trained system: it draws training files)" if kind.trained else "'systems' or 'ensembles'"
-            raise UserError(f"config: figures.{name} names system '{row['system']}', which is not under {what}.")
+        for system in (row["system"], *row.get("stand_in", [])):
+            if system not in known:
+                what = "'systems' (a trained system: it draws training files)" if kind.trained else "'systems' or 'ensembles'"
+                raise UserError(f"config: figures.{name} names system '{system}', which is not under {what}.")
     if kind.max_curves is not None and len(figure["rows"]) > kind.max_curves:
         raise UserError(f"config: figures.{name} has {len(figure['rows'])} rows; a {figure['kind']} figure draws at most {kind.max_curves}.")
 
@@ -342,6 +364,40 @@ def resolve_system(config: dict[str, Any], name: str) -> dict[str, Any]:
     for layer in layers:
         resolved = deep_merge(resolved, layer)
     return resolved
+
+
+LABEL_WORD = re.compile(r"\{([^{}]+)\}")
+
+
+def setting(settings: dict[str, Any], path: str) -> Any:
+    """A resolved system's setting by its dotted path (`model.dropout`); None where it is not set."""
+    value: Any = settings
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def label_words(template: str) -> list[str]:
+    """The `{WORD}`s of a label, table title or figure legend."""
+    return LABEL_WORD.findall(template)
+
+
+def fill_label(config: dict[str, Any], template: str, settings: dict[str, Any] | None, extra: dict[str, str] | None = None) -> str:
+    """`template` with each `{WORD}` replaced by config `label_words`' text for these resolved settings (or by `extra`)."""
+
+    def word(match: re.Match) -> str:
+        name = match.group(1)
+        if extra and name in extra:
+            return extra[name]
+        known = config.get("label_words", {})
+        if name not in known or settings is None:
+            raise UserError(f"config: the label {template!r} names {{{name}}}, which is not under 'label_words' or has no system to read it from.")
+        spec, value = known[name], setting(settings, known[name]["setting"])
+        if "values" in spec:
+            return spec["values"].get(str(value), "")
+        return spec["text"] if value else ""
+
+    return LABEL_WORD.sub(word, template)
 
 
 def reference_seed(config: dict[str, Any], name: str) -> int:

@@ -33,11 +33,18 @@ def _curves(spec: dict[str, Any]) -> list[tuple[str, list[Path]]]:
     return [(c["label"], [Path(f) for f in c["files"]]) for c in spec["curves"]]
 
 
-def _length(field: str, xlabel: Callable[[dict[str, Any]], str], markevery: int) -> Callable[[dict[str, Any], Path], None]:
+def _length(field: str, xlabel: Callable[[dict[str, Any]], str], markevery: int, bleu_in_legend: bool = False) -> Callable[[dict[str, Any], Path], None]:
+    """A length figure's drawing; `bleu_in_legend`: each legend ends with the system's BLEU on the whole test set (the mean
+    over seeds), as Luong's Figure 6 does."""
+
     def draw(spec: dict[str, Any], out: Path) -> None:
         from rnnmt.evaluate.plots import plot_length_curves
 
-        curves = {label: [read_json(path)[field] for path in paths] for label, paths in _curves(spec)}
+        curves = {}
+        for label, paths in _curves(spec):
+            scores = [read_json(path) for path in paths]
+            legend = f"{label} (BLEU {sum(s['bleu_all'] for s in scores) / len(scores):.1f})" if bleu_in_legend else label
+            curves[legend] = [s[field] for s in scores]
         plot_length_curves(curves, out, title=spec["title"], xlabel=xlabel(spec["evaluation"]), banner=spec["banner"], markevery=markevery)
 
     return draw
@@ -109,7 +116,7 @@ def _group_label(e: dict[str, Any]) -> str:
 
 FIGURES = {
     "length": FigureKind(_length("length_curve", _window_label, 10), "scores", evaluation="length_curve"),
-    "length_groups": FigureKind(_length("length_groups", _group_label, 1), "scores", evaluation="length_groups"),
+    "length_groups": FigureKind(_length("length_groups", _group_label, 1, bleu_in_legend=True), "scores", evaluation="length_groups"),
     "heldout_cost": FigureKind(draw_heldout_cost, "meta", every_seed=False, trained=True, options=("heldout",)),
     "training": FigureKind(draw_training, "meta", trained=True, options=("heldout",)),
     "alignments": FigureKind(draw_alignments, "alignments", every_seed=False, trained=True, max_curves=1),

@@ -24,8 +24,8 @@ def _row(spec_row: dict[str, Any], kind: TableKind) -> dict[str, Any]:
 
 
 def table_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
-    """spec: {kind: one of tables.TABLE_KINDS, title, demo, rows: [{label, system?, file?, unk_file?, meta?,
-    published?, seeds?: [{seed, file?, unk_file?, meta?}]}], check?, unk_column?}. A row with `seeds` shows
+    """spec: {kind: one of tables.TABLE_KINDS, title, data?, demo, rows: [{label, system?, file?, unk_file?, meta?,
+    published?, seeds?: [{seed, file?, unk_file?, meta?}]}], not_run?, check?, unk_column?}. A row with `seeds` shows
     the mean over them (tables.over_seeds)."""
     kind = table_kind(spec["kind"])
     rows = spec["rows"]
@@ -41,7 +41,10 @@ def table_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
         for text in _attention_checks(rows, spec["check"]):
             df.attrs.setdefault("notes", []).append("```\n" + text + "\n```")
             print(text)
-    write_table(df, csv_path, md_path, title=spec["title"], banner=DEMO_BANNER if spec["demo"] else None)
+    if spec.get("not_run"):
+        df.attrs.setdefault("notes", []).append(f"Rows of the paper's table not run at this scale: {', '.join(spec['not_run'])} (config `systems`).")
+    preface = [spec["data"]] if spec.get("data") else []
+    write_table(df, csv_path, md_path, title=spec["title"], banner=DEMO_BANNER if spec["demo"] else None, preface=preface)
     print(md_path.read_text(encoding="utf-8"))
 
 

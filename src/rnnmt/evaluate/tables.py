@@ -125,6 +125,15 @@ def _learning_record(row: dict, demo: bool) -> dict:
     return _with_deltas(record, deltas, demo)
 
 
+LEARNING_NOTE = (
+    "Updates = parameter updates; Epochs = passes over the training pairs they amount to; Hours = the training job's "
+    "wall time on Device, validations and checkpoints included; Train NLL = the mean NLL per sentence (nats) over the "
+    "last log window (`train.log_every` updates), not a pass over the data; Dev NLL = the NLL per sentence on the dev "
+    "set of the model the job published (with early stopping, the best validation's). The published hours are the "
+    "paper's, on its GPUs."
+)
+
+
 def learning_table(rows: list[dict], *, demo: bool) -> pd.DataFrame:
     """Bahdanau's Table 2: updates, epochs, hours, train/dev NLL, reproduced and published; NLL deltas unless demo.
 
@@ -134,7 +143,9 @@ def learning_table(rows: list[dict], *, demo: bool) -> pd.DataFrame:
     """
     if not rows:
         raise UserError("Table 2 needs at least one system.")
-    return _frame([_learning_record(row, demo) for row in rows], text_columns=["System", "Device"], int_columns=["Updates", "published Updates"])
+    df = _frame([_learning_record(row, demo) for row in rows], text_columns=["System", "Device"], int_columns=["Updates", "published Updates"])
+    df.attrs["notes"] = [LEARNING_NOTE]
+    return df
 
 
 LUONG_NOTE = (
@@ -387,11 +398,13 @@ def markdown_table(df: pd.DataFrame) -> str:
     return "\n".join([header, rule, *body])
 
 
-def write_table(df: pd.DataFrame, csv_path: str | os.PathLike, md_path: str | os.PathLike, *, title: str, banner: str | None) -> None:
-    """Write the table as CSV and as Markdown (title, banner, table, `df.attrs["notes"]`), both atomically."""
+def write_table(
+    df: pd.DataFrame, csv_path: str | os.PathLike, md_path: str | os.PathLike, *, title: str, banner: str | None, preface: Sequence[str] = ()
+) -> None:
+    """Write the table as CSV and as Markdown (title, banner, preface, table, `df.attrs["notes"]`), both atomically."""
     with atomic_path(csv_path) as tmp:
         df.to_csv(tmp, index=False, float_format="%.2f")
-    parts = [f"# {title}", *([banner] if banner else []), markdown_table(df), *df.attrs.get("notes", [])]
+    parts = [f"# {title}", *([banner] if banner else []), *preface, markdown_table(df), *df.attrs.get("notes", [])]
     with atomic_path(md_path) as tmp:
         tmp.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
 

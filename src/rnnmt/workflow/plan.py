@@ -17,6 +17,16 @@ from rnnmt.workflow import paths
 DEMO_BANNER = "Synthetic demo data: not comparable with the papers' numbers"
 
 
+@dataclass(frozen=True)
+class Curve:
+    """One curve (or panel) of a figure: the run drawn, whether its UNKs were replaced, and its legend (a template of
+    label words; None: the system's label)."""
+
+    system: str
+    unk_replace: bool = False
+    legend: str | None = None
+
+
 def split_score_name(name: str) -> tuple[str, bool]:
     """SYSTEM (plain translations) or SYSTEM.unk (after UNK replacement) as (system, unk)."""
     return (name[: -len(".unk")], True) if name.endswith(".unk") else (name, False)
@@ -151,10 +161,12 @@ class Plan:
         """The resolved settings of a system, ensemble or run at the active scale (an ensemble: its first member's)."""
         return cfg.resolve_system(self.config, cfg.representative(self.config, self.system_of(name)))
 
-    def label(self, name: str, unk_replace: bool = False) -> str:
-        """A system's label (a run's: its system's), marked when its translations had their UNKs replaced."""
+    def label(self, name: str, unk_replace: bool = False, template: str | None = None) -> str:
+        """A system's label (a run's: its system's; or `template`, a table row's own) with its words filled from the
+        system's settings at the active scale (config `label_words`), marked when its UNKs were replaced."""
         system = self.system_of(name)
-        label = (self.config["ensembles"] if system in self.ensembles else self.config["systems"])[system]["label"]
+        template = template or (self.config["ensembles"] if system in self.ensembles else self.config["systems"])[system]["label"]
+        label = cfg.fill_label(self.config, template, self.resolved(system))
         return f"{label}, UNK replaced" if unk_replace else label
 
     def selection_method(self, pair: str) -> str:
@@ -230,19 +242,24 @@ class Plan:
         """Active systems (and ensembles) that are rows of a table, in row order."""
         return list(dict.fromkeys(r["system"] for r in self.table_rows(table) if "system" in r))
 
-    def figure_rows(self, name: str) -> list[tuple[str, bool]]:
-        """The curves of figure `name` at the active scale, as (system, unk_replace): its table's systems or its rows,
-        those that run here; for a kind that reads training files, those trained here (and that validate on the
-        figure's held-out set where it names one)."""
+    def figure_rows(self, name: str) -> list[Curve]:
+        """The curves of figure `name` at the active scale: its table's systems or its rows, those that run here (a row's
+        system, else the first of its `stand_in` that runs); for a kind that reads training files, those trained here
+        (and that validate on the figure's held-out set where it names one)."""
         fig = self.config["figures"][name]
         kind = figure_kind(fig["kind"])
-        rows = [(s, False) for s in self.table_systems(fig["table"])] if "table" in fig else [(r["system"], r["unk_replace"]) for r in fig["rows"]]
-        rows = [(s, unk) for s, unk in rows if s in (self.systems if kind.trained else self.decoded)]
+        runs_here = self.systems if kind.trained else self.decoded
         if "heldout" in kind.options:
-            rows = [(s, unk) for s, unk in rows if fig["heldout"] in self.resolved(s)["heldout"]]
-        return rows
+            runs_here = [s for s in runs_here if fig["heldout"] in self.resolved(s)["heldout"]]
+        rows = [{"system": s} for s in self.table_systems(fig["table"])] if "table" in fig else fig["rows"]
+        curves = []
+        for row in rows:
+            drawn = next((s for s in (row["system"], *row.get("stand_in", [])) if s in runs_here), None)
+            if drawn is not None:
+                curves.append(Curve(drawn, row.get("unk_replace", False), row.get("legend", fig.get("legend"))))
+        return curves
 
-    def figure_systems(self) -> dict[str, list[tuple[str, bool]]]:
+    def figure_systems(self) -> dict[str, list[Curve]]:
         """What each figure (figures.<name>) draws at the active scale, in config order; empty: not made. With
         `only_tables`, a figure of another table, or one that would miss systems the tables leave out, is not made."""
         only = self.config.get("only_tables")
@@ -250,7 +267,11 @@ class Plan:
         if only:
             at_scale = set(self.scale["systems"])
             for name, fig in self.config["figures"].items():
-                needed = cfg.trained_for(self.config, {r["system"] for r in fig.get("rows", [])}) & at_scale
+                # What each row draws at this scale without only_tables: its system, else the first stand-in that runs.
+                needed = set()
+                for row in fig.get("rows", []):
+                    trained = (cfg.trained_for(self.config, {s}) for s in (row["system"], *row.get("stand_in", [])))
+                    needed |= next((t for t in trained if t <= at_scale), set())
                 if ("table" in fig and fig["table"] not in only) or not needed <= set(self.systems):
                     drawn[name] = []
         return drawn

@@ -10,6 +10,8 @@ from rnnmt.evaluate.tables import table_kind
 from rnnmt.workflow import paths
 from rnnmt.workflow.plan import DEMO_BANNER, Plan, score_name, split_score_name, translation_of
 
+# How the data line of a table names where a scale's corpora come from (config `scales.<s>.data.source`).
+DATA_SOURCES = {"synthetic": " on rnnmt's synthetic corpora (not WMT)", "wmt14": " on WMT releases", "files": " on the scale's own files (data.files)"}
 CLAIMS_TITLE = "The papers' claims: BLEU differences with paired-bootstrap 95% intervals"
 COVERAGE_TITLE = "What the papers show and what this run regenerates"
 
@@ -81,15 +83,42 @@ class Reports:
             {f for r in self.plan.table_rows(table) for run in self.plan.runs_of(r.get("system", "")) for f in self._run_files(table, r, run).values()}
         )
 
+    def _row_label(self, row: dict[str, Any]) -> str:
+        return self.plan.label(row["system"], template=row.get("label")) if "system" in row else row["label"]
+
+    def data_line(self, table: str) -> str:
+        """Which data this run's table measures, and the paper's."""
+        config, t = self.plan.config, self.plan.config["tables"][table]
+        pair = cfg.pair_at_scale(config, t["pair"])
+        (src, tgt), corpora = self.plan.langs(pair), self.plan.split_corpora[pair]
+        selected = "" if self.plan.selection_method(pair) == "none" else f", selected by {self.plan.selection_method(pair)}"
+        line = (
+            f"Data: this run ({config['scale']} scale) {src}→{tgt}{DATA_SOURCES.get(self.plan.scale['data']['source'], '')}, trained on "
+            f"{' + '.join(corpora['train'])}{selected}, validated on {' + '.join(corpora['dev'])}, tested on {cfg.table_test_set(config, table, corpora['test'])}."
+        )
+        return f"{line} The paper: {t['paper_data']}." if "paper_data" in t else line
+
     def table_spec(self, table: str) -> dict[str, Any]:
-        """What `rnnmt table` builds: rows (with the files they read), published numbers, demo flag, check."""
+        """What `rnnmt table` builds: title, the data, rows (with the files they read), published numbers, the paper's
+        rows this scale does not run, demo flag, check."""
         t = self.plan.config["tables"][table]
         rows = [
-            {"label": r.get("label") or self.plan.label(r["system"]), "system": r.get("system"), "published": r.get("published"), **self.row_files(table, r)}
+            {"label": self._row_label(r), "system": r.get("system"), "published": r.get("published"), **self.row_files(table, r)}
             for r in self.plan.table_rows(table)
         ]
+        not_run = [r for r in t["rows"] if r.get("system") not in (None, *self.plan.decoded)]
+        systems = self.plan.table_systems(table)
         check = t.get("check") if all(s in self.plan.systems for s in t.get("check", {}).values()) else None
-        return {"kind": t["kind"], "title": t["title"], "demo": self.plan.demo, "rows": rows, "check": check, "unk_column": t["unk_column"]}
+        return {
+            "kind": t["kind"],
+            "title": cfg.fill_label(self.plan.config, t["title"], self.plan.resolved(systems[0]) if systems else None),
+            "data": self.data_line(table),
+            "demo": self.plan.demo,
+            "rows": rows,
+            "not_run": list(dict.fromkeys(r["system"] for r in not_run)),
+            "check": check,
+            "unk_column": t["unk_column"],
+        }
 
     # --- claims and coverage -------------------------------------------------------------------------------
 
@@ -149,11 +178,10 @@ class Reports:
         """Each curve of a figure: its label and the file of each run it draws (every seed's, or the first's)."""
         kind = figure_kind(self.plan.config["figures"][name]["kind"])
         curves = []
-        for system, unk in self.plan.figure_rows(name):
-            runs = self.plan.runs_of(system)
-            curves.append(
-                {"label": self.plan.label(system, unk), "files": [self.READS[kind.reads](run, unk) for run in (runs if kind.every_seed else runs[:1])]}
-            )
+        for curve in self.plan.figure_rows(name):
+            runs = self.plan.runs_of(curve.system)
+            files = [self.READS[kind.reads](run, curve.unk_replace) for run in (runs if kind.every_seed else runs[:1])]
+            curves.append({"label": self.plan.label(curve.system, curve.unk_replace, template=curve.legend), "files": files})
         return curves
 
     def figure_inputs(self, wildcards: Any) -> list[str]:
