@@ -506,3 +506,44 @@ def test_provenance_records_the_config_packages_cpu_and_reproducible_mode(tmp_pa
     assert environment["matches"] in (True, False) and environment["lock"].endswith("constraints.txt")
     assert set(written["hardware"]) >= {"machine", "cpu", "cpus", "python", "gpus"}
     assert written["reproducible"]["on"] in (True, False)
+
+
+def _runner_imports(command) -> list[str]:
+    """The modules a command's runner imports (the stage code each runner imports inside itself)."""
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(command.run))
+    modules = {command.run.__module__}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules.add(node.module)
+        elif isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+    return sorted(modules)
+
+
+def test_a_command_without_torch_starts_none(tmp_path: Path):
+    """Commands marked `torch=False` skip torch's start (2.6 s a job) and so its thread count and reproducible mode's
+    pinned kernels: none of what they import may start it, nor may drawing learning curves from a metrics file."""
+    import subprocess
+    import sys
+
+    from rnnmt.cli import COMMANDS
+
+    light = [c for c in COMMANDS.values() if not c.torch]
+    assert {"tokenize", "select-lm", "score", "table", "figure"} <= {c.name for c in light}
+    for command in light:
+        code = "import sys\n" + "".join(f"import {m}\n" for m in _runner_imports(command)) + "sys.exit('torch' in sys.modules)"
+        assert subprocess.run([sys.executable, "-c", code]).returncode == 0, f"{command.name} imports torch"
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "meta.json").write_text("{}")
+    rows = [{"update": u, "train_nll_per_token": 2.0, "target_tokens": 10, "dev_ppl": 5.0} for u in (1, 2)]
+    (tmp_path / "m" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = {"kind": "training", "title": "t", "banner": None, "heldout": "dev", "curves": [{"label": "a", "files": [str(tmp_path / "m" / "meta.json")]}]}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    draw = (
+        f"import sys\nfrom rnnmt.cli import main\nrc = main(['figure', '--spec', {str(tmp_path / 'spec.json')!r}, '--output', {str(tmp_path / 'f.png')!r}])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", draw + "sys.exit(rc or 3 * ('torch' in sys.modules))"], capture_output=True, text=True)
+    assert result.returncode == 0 and (tmp_path / "f.png").is_file(), result.stderr

@@ -1,4 +1,8 @@
-"""Process-wide settings every command applies: torch threads, device, logging."""
+"""Process-wide settings every command applies: torch threads, device, logging.
+
+torch is imported by the functions that use it, so that a command without torch (cli.arguments.Command.torch) that
+logs does not start it (about 2.6 s a process).
+"""
 
 from __future__ import annotations
 
@@ -8,17 +12,21 @@ import os
 import sys
 import time
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from rnnmt import gpu_lock
 from rnnmt.errors import UserError
+
+if TYPE_CHECKING:
+    import torch
 
 
 def set_threads(threads: int) -> None:
     """Use exactly `threads` intra-op threads; on 2 cores, 2 torch threads ran many times slower than 1."""
     if threads < 1:
         raise UserError(f"--threads is {threads}; expected a positive number.")
+    import torch
+
     torch.set_num_threads(threads)
 
 
@@ -85,6 +93,8 @@ def pick_device(name: str, gpu_lock_dir: Path | None = None) -> torch.device:
     A GPU is claimed with a machine-wide lock held until the process exits (gpu_lock.py), so jobs that
     run side by side never share one; a job waits, saying so in its log, while every GPU is taken.
     """
+    import torch
+
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     try:
@@ -110,6 +120,8 @@ def pick_device(name: str, gpu_lock_dir: Path | None = None) -> torch.device:
 def synchronize(device: torch.device) -> None:
     """Wait until `device` has run all the work queued on it (a GPU runs behind the host; a CPU never does)."""
     if device.type == "cuda":
+        import torch
+
         torch.cuda.synchronize(device)
 
 

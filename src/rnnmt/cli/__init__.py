@@ -43,10 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     from rnnmt.fileio import disk_full_cause
 
     try:
-        from rnnmt.runtime import set_threads
+        if COMMANDS[args.command].torch:
+            from rnnmt.runtime import set_threads
 
-        set_threads(args.threads)
-        reproducible.install_kernels()  # torch has started now
+            set_threads(args.threads)
+            reproducible.install_kernels()  # torch has started now
         args.run(args)
     except UserError as exc:
         print(f"rnnmt {args.command}: error: {exc}", file=sys.stderr)

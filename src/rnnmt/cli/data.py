@@ -156,11 +156,11 @@ def run_corpus_report(a: argparse.Namespace) -> None:
 
 
 COMMANDS = [
-    Command("demo-corpus", "generate the synthetic demo corpus (raw per-corpus files)", args_demo_corpus, run_demo_corpus),
-    Command("download", "download an archive with resume, retries and checksum verification", args_download, run_download),
-    Command("extract", "extract named members of a tar/tgz safely (a .gz member to a non-.gz output is decompressed)", args_extract, run_extract),
-    Command("sgm", "plain text of a WMT SGM test/dev file (sacrebleu's extraction rule)", args_sgm, run_sgm),
-    Command("assemble", "concatenate and clean parallel corpora into one pair of files", args_assemble, run_assemble),
-    Command("raw-corpus", "one WMT corpus's extracted files to two raw parallel UTF-8 files and a report", args_raw_corpus, run_raw_corpus),
-    Command("corpus-report", "merge the raw-corpus reports of one language pair into one summary", args_corpus_report, run_corpus_report),
+    Command("demo-corpus", "generate the synthetic demo corpus (raw per-corpus files)", args_demo_corpus, run_demo_corpus, torch=False),
+    Command("download", "download an archive with resume, retries and checksum verification", args_download, run_download, torch=False),
+    Command("extract", "extract named members of a tar/tgz safely (a .gz member to a non-.gz output is decompressed)", args_extract, run_extract, torch=False),
+    Command("sgm", "plain text of a WMT SGM test/dev file (sacrebleu's extraction rule)", args_sgm, run_sgm, torch=False),
+    Command("assemble", "concatenate and clean parallel corpora into one pair of files", args_assemble, run_assemble, torch=False),
+    Command("raw-corpus", "one WMT corpus's extracted files to two raw parallel UTF-8 files and a report", args_raw_corpus, run_raw_corpus, torch=False),
+    Command("corpus-report", "merge the raw-corpus reports of one language pair into one summary", args_corpus_report, run_corpus_report, torch=False),
 ]

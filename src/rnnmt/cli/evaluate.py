@@ -115,10 +115,10 @@ def run_provenance(a: argparse.Namespace) -> None:
 
 
 COMMANDS = [
-    Command("score", "BLEU (tokenized multi-bleu and detokenized sacreBLEU), No-UNK and length curve", args_score, run_score),
-    Command("table", "render a paper table: reproduced next to published numbers", args_table, run_table),
-    Command("claims", "paired-bootstrap 95% intervals for the BLEU differences the papers' claims rest on", args_claims, run_claims),
-    Command("coverage", "the list of the papers' tables and figures, and which this run regenerates", args_coverage, run_coverage),
-    Command("figure", "draw a figure: BLEU by length, learning curves or alignments (evaluate/figures.py)", args_figure, run_figure),
+    Command("score", "BLEU (tokenized multi-bleu and detokenized sacreBLEU), No-UNK and length curve", args_score, run_score, torch=False),
+    Command("table", "render a paper table: reproduced next to published numbers", args_table, run_table, torch=False),
+    Command("claims", "paired-bootstrap 95% intervals for the BLEU differences the papers' claims rest on", args_claims, run_claims, torch=False),
+    Command("coverage", "the list of the papers' tables and figures, and which this run regenerates", args_coverage, run_coverage, torch=False),
+    Command("figure", "draw a figure: BLEU by length, learning curves or alignments (evaluate/figures.py)", args_figure, run_figure, torch=False),
     Command("provenance", "record config, installed packages against the lock, git revision and hardware", args_provenance, run_provenance),
 ]

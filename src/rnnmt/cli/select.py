@@ -162,13 +162,19 @@ def run_select(a: argparse.Namespace) -> None:
 
 
 COMMANDS = [
-    Command("select-vocab", "Axelrod selection: the closed LM vocabulary of one language, from the in-domain text", args_select_vocab, run_select_vocab),
     Command(
-        "select-sample", "Axelrod selection: a seeded random pool sample of the in-domain size (out-of-domain LM text)", args_select_sample, run_select_sample
+        "select-vocab", "Axelrod selection: the closed LM vocabulary of one language, from the in-domain text", args_select_vocab, run_select_vocab, torch=False
     ),
-    Command("select-lm", "Axelrod selection: estimate an interpolated modified Kneser-Ney LM (numpy)", args_select_lm, run_select_lm),
-    Command("select-index", "Axelrod selection: byte offsets of equal-line shards of the pool", args_select_index, run_select_index),
-    Command("select-score", "Axelrod selection: cross-entropy components of one shard of the pool", args_select_score, run_select_score),
-    Command("select-rank", "Axelrod selection: rank the pool by bilingual cross-entropy difference and cut", args_select_rank, run_select_rank),
-    Command("select", "write the training pairs the selection kept (all for none and lium), in pool order", args_select, run_select),
+    Command(
+        "select-sample",
+        "Axelrod selection: a seeded random pool sample of the in-domain size (out-of-domain LM text)",
+        args_select_sample,
+        run_select_sample,
+        torch=False,
+    ),
+    Command("select-lm", "Axelrod selection: estimate an interpolated modified Kneser-Ney LM (numpy)", args_select_lm, run_select_lm, torch=False),
+    Command("select-index", "Axelrod selection: byte offsets of equal-line shards of the pool", args_select_index, run_select_index, torch=False),
+    Command("select-score", "Axelrod selection: cross-entropy components of one shard of the pool", args_select_score, run_select_score, torch=False),
+    Command("select-rank", "Axelrod selection: rank the pool by bilingual cross-entropy difference and cut", args_select_rank, run_select_rank, torch=False),
+    Command("select", "write the training pairs the selection kept (all for none and lium), in pool order", args_select, run_select, torch=False),
 ]

@@ -87,9 +87,9 @@ def run_nounk_subset(a: argparse.Namespace) -> None:
 
 
 COMMANDS = [
-    Command("tokenize", "Moses-tokenize a file with sacremoses, sharded over --threads processes", args_tokenize, run_tokenize),
-    Command("learn-bpe", "learn subword-nmt BPE merges on tokenized text", args_learn_bpe, run_learn_bpe),
-    Command("vocab", "build a shortlist vocabulary of the most frequent words (or BPE units)", args_vocab, run_vocab),
+    Command("tokenize", "Moses-tokenize a file with sacremoses, sharded over --threads processes", args_tokenize, run_tokenize, torch=False),
+    Command("learn-bpe", "learn subword-nmt BPE merges on tokenized text", args_learn_bpe, run_learn_bpe, torch=False),
+    Command("vocab", "build a shortlist vocabulary of the most frequent words (or BPE units)", args_vocab, run_vocab, torch=False),
     Command("binarize", "encode tokenized parallel text as id tensors", args_binarize, run_binarize),
     Command("nounk-subset", "line numbers of test pairs with no UNK in source and reference (Table 1 'No UNK')", args_nounk_subset, run_nounk_subset),
 ]

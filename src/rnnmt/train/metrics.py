@@ -23,11 +23,12 @@ import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from rnnmt.fileio import atomic_path
+
+if TYPE_CHECKING:
+    import torch
 
 FILE = "metrics.jsonl"
 EVENTS = "tensorboard"
@@ -119,6 +120,8 @@ class MetricsLog:
         """Append the waiting rows; `total` sums a tensor over the training processes (every process calls this)."""
         if not self.pending:
             return
+        import torch  # here: a figure reads this module's files without starting torch
+
         nll = total(torch.stack([p.nll.double() for p in self.pending])).tolist()
         norms = torch.stack([p.norm.float() for p in self.pending]).tolist()
         rows = []
