@@ -101,13 +101,13 @@ def test_a_static_update_keeps_its_gradient_buffers_and_reads_nothing_back(tiny_
 
 @pytest.mark.parametrize("name, recurrence", [("rnnsearch", "fused"), ("rnnsearch-adadelta", "kernels")])
 def test_a_static_run_resumes_to_the_same_weights(tiny_corpus, tmp_path, name, recurrence):
-    """With `kernels`, the clipped Adadelta step (train/optim.kernel_step) keeps its state in torch's optimiser,
+    """With `kernels`, the clipped Adadelta step (train/update.KernelStep) keeps its state in torch's optimiser,
     which the checkpoint saves and restores."""
     straight = make_trainer(tiny_corpus, tmp_path / "a", name, graph="static", updates=6, recurrence=recurrence)
     straight.run()
     make_trainer(tiny_corpus, tmp_path / "b", name, graph="static", updates=3, recurrence=recurrence).run()
     resumed = make_trainer(tiny_corpus, tmp_path / "b", name, graph="static", updates=6, recurrence=recurrence)
-    assert resumed.kernel_step == (recurrence == "kernels")
+    assert resumed.choices["update"].value == ("kernels" if recurrence == "kernels" else "torch")
     resumed.run()
     for (key, p), q in zip(straight.model.named_parameters(), resumed.model.parameters()):
         assert torch.equal(p, q), key

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from rnnmt.models.loops import Paths
 from rnnmt.recurrence.kernels import stages
 from rnnmt.train import selfcheck
 
@@ -178,27 +179,34 @@ def test_the_guard_keeps_kernels_that_compute_what_their_references_do(tiny_corp
 
 
 @pytest.mark.parametrize(
-    "name, broken, why",
+    "name, broken, why, paths",
     [
         (
             "luong-local-p-concat-feed",
             {"lstm_cell": _failing_to_compile},
             "lstm_cell: its Triton kernel failed to run (RuntimeError: CompilationError: at 12:4",
+            Paths("fused", "fused", "kernels"),
         ),
-        ("luong-global-feed", {"luong_attention": _off_by_a_little}, "luong_attention: it differs from its torch reference by 1.00e-03 of its norm"),
+        (
+            "luong-global-feed",
+            {"luong_attention": _off_by_a_little},
+            "luong_attention: it differs from its torch reference by 1.00e-03 of its norm",
+            Paths("kernels", "fused", "kernels"),
+        ),
     ],
 )
-def test_a_stage_that_fails_its_check_leaves_the_run_on_the_fused_loops(tiny_corpus, tmp_path, stand_in_kernels, capsys, name, broken, why):
+def test_a_stage_that_fails_its_check_leaves_its_loops_on_the_fused_form(tiny_corpus, tmp_path, stand_in_kernels, capsys, name, broken, why, paths):
     """A kernel that does not compile, or computes another value, on the device: one log line says which and why,
-    the run trains with `fused` to its end, and meta.json records the recurrence it ran."""
+    the loops that run it (both LSTM loops run the cell; the decoder alone the attention) train with `fused` to the
+    end, the others keep their kernels, and meta.json records each part's recurrence."""
     stand_in_kernels(broken)
     trainer = make_trainer(tiny_corpus, tmp_path, name, recurrence="kernels", updates=4)
-    assert trainer.choices["recurrence"].value == "fused"
-    lines = [line for line in capsys.readouterr().err.splitlines() if "recurrence kernels:" in line]
-    assert len(lines) == 1 and why in lines[0] and lines[0].endswith("this run trains with recurrence fused"), lines
+    assert trainer.paths == paths and trainer.choices["recurrence"].value == str(paths)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "recurrence kernels for the" in line]
+    assert len(lines) == 1 and why in lines[0] and lines[0].endswith(f"this run trains with recurrence {paths}"), lines
     meta = trainer.run()
-    assert meta["updates"] == 4 and meta["settings"]["recurrence"] == "fused" and why in meta["settings_why"]["recurrence"]
-    assert trainer.model.encoder.loops.name == trainer.model.decoder.loops.name == "fused"
+    assert meta["updates"] == 4 and meta["recurrence_by_part"] == paths.by_part() and why in meta["settings_why"]["recurrence"]
+    assert (trainer.model.encoder.loops.name, trainer.model.decoder.loops.name) == (paths.encoder, paths.decoder)
 
 
 def test_the_guard_checks_stages_only_where_triton_would_run(tiny_corpus, tmp_path, monkeypatch):

@@ -21,8 +21,9 @@ from rnnmt.text.vocab import Vocab
 from rnnmt.train import checkpoint
 from rnnmt.train.batching import BatchStream, SourceFormat, length_filter
 from rnnmt.train.loop import Trainer, TrainingInterrupted, _loss
-from rnnmt.train.optim import build_optimizer, clip_gradients, kernel_step, learning_rate
+from rnnmt.train.optim import build_optimizer, clip_gradients, learning_rate
 from rnnmt.train.stop import STOP_SIGNALS, StopFlag, job_deadline
+from rnnmt.train.update import KernelStep
 
 from conftest import corrupt_bytes, tiny_system
 
@@ -380,7 +381,7 @@ def test_the_kernel_step_is_clipping_then_torchs_optimiser(optimizer, grads):
             for p, g in zip(params, grads):
                 p.grad = torch.tensor(g) * (update + 1)
             if kernels:
-                kernel_step(opt, params, 1.0)
+                KernelStep(opt, params, params, 1.0, on_device=True)()
             else:
                 clip_gradients(params, 1.0, on_device=True)
                 opt.step()

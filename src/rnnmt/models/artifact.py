@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,7 +61,7 @@ def save_model(path: Path, model: Seq2Seq, system: dict[str, Any], src_vocab: Vo
     tensorfile.save(path, FORMAT, state)
 
 
-def load_model(path: Path, device: torch.device, loops: Callable[[dict[str, Any]], Loops] = lambda cfg: PLAIN) -> TrainedModel:
+def load_model(path: Path, device: torch.device, loops: Callable[[dict[str, Any]], Loops | Mapping[str, Loops]] = lambda cfg: PLAIN) -> TrainedModel:
     """Read a model file written by `save_model`; anything else (foreign, unsafe, damaged) is a clear error. The
     model runs its loops as `loops(its model config)` says (translation: train/selfcheck.checked_loops)."""
     try:

@@ -136,6 +136,10 @@ class AdditiveAttention(nn.Module):
         """U_a·h_j for all j, once per batch (§1.3: precomputed once per sentence)."""
         return self.U_a(enc.annotations)
 
+    def loop_weights(self) -> tuple[Tensor, Tensor]:
+        """What a fast decoder loop reads of this module at each step (recurrence/): W_a's and v_a's weights."""
+        return self.W_a.weight, self.v_a.weight
+
     def forward(self, query: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor]:
         """The contexts c_i [N, A] and weights α_i [N, S] (zero on padding) of N = B·k queries, k per source
         sentence in a row (beam search's hypotheses; k = 1 in training)."""
@@ -211,6 +215,19 @@ def _annotations(attention: LuongAttention, annotations: Tensor) -> Tensor:
 
 
 @dataclass(frozen=True)
+class FastWeights:
+    """What a fast form reads of a score's or a kind's parameters at each step: the weight of its product with the
+    top state h_t (W_a h_t, W_p h_t) and its vector (v_a, v_p); None where it has none."""
+
+    query: Tensor | None = None
+    vector: Tensor | None = None
+
+
+def _no_weights(attention: LuongAttention) -> FastWeights:
+    return FastWeights()
+
+
+@dataclass(frozen=True)
 class Score:
     """A score(h_t, h̄_s) of Luong §3.1: its equation, the keys it reads, its parameters, and its fast form.
 
@@ -218,13 +235,14 @@ class Score:
     runs, `keys(attention, h̄_s)` what `prepare` computes once per batch. `form` names the fast form that
     computes it (recurrence/): "dot" (energies = keys·h_t, written out in the fused loop and the kernels),
     "concat" and "location" (kernels); None: the fused loop runs `energies` by autograd at each step, and a run
-    that asks for the kernels trains without them.
+    that asks for the kernels trains without them. `weights(attention)` hands that form the parameters it reads.
     """
 
     energies: Callable[[LuongAttention, Tensor, Tensor, Tensor], Tensor]
     keys: Callable[[LuongAttention, Tensor], Tensor] = _annotations
     modules: Modules = _no_modules
     form: str | None = None
+    weights: Callable[[LuongAttention], FastWeights] = _no_weights
 
 
 @dataclass(frozen=True)
@@ -233,12 +251,14 @@ class Kind:
 
     `centre(attention, queries [B, T, H], lengths n [B, 1], steps [T]) -> (centre [B, T], p_t [B, T] or None)`:
     the window [centre − D, centre + D], and where p_t is given, the Gaussian around it (`gaussian`); None: no
-    window. `form` as Score's ("global", "local-m", "local-p": the kernels'; the fused loop writes out "global").
+    window. `form` and `weights` as Score's ("global", "local-m", "local-p": the kernels'; the fused loop writes out
+    "global").
     """
 
     centre: Callable[[LuongAttention, Tensor, Tensor, Tensor], tuple[Tensor, Tensor | None]] | None = None
     modules: Modules = _no_modules
     form: str | None = None
+    weights: Callable[[LuongAttention], FastWeights] = _no_weights
 
 
 class LuongAttention(nn.Module):
@@ -324,11 +344,13 @@ LUONG_SCORES: dict[str, Score] = {
         lambda att, q, keys, mask: tanh_energies(keys, att.W_a(q), att.v_a),
         modules=lambda hidden, slots: {"W_a": nn.Linear(hidden, hidden, bias=False), "v_a": nn.Linear(hidden, 1, bias=False)},
         form="concat",
+        weights=lambda att: FastWeights(att.W_a.weight, att.v_a.weight),
     ),
     "location": Score(
         lambda att, q, keys, mask: location_energies(att.W_a(q), mask.sum(dim=1), keys.shape[1]),
         modules=lambda hidden, slots: {"W_a": nn.Linear(hidden, slots, bias=False)},
         form="location",
+        weights=lambda att: FastWeights(att.W_a.weight),
     ),
 }
 """Luong's score functions by `model.score`."""
@@ -343,7 +365,10 @@ LUONG_KINDS: dict[str, Kind] = {
     "global": Kind(form="global"),
     "local-m": Kind(lambda att, q, n, steps: (monotonic_centre(steps, n), None), form="local-m"),
     "local-p": Kind(
-        _predicted, modules=lambda hidden, slots: {"W_p": nn.Linear(hidden, hidden, bias=False), "v_p": nn.Linear(hidden, 1, bias=False)}, form="local-p"
+        _predicted,
+        modules=lambda hidden, slots: {"W_p": nn.Linear(hidden, hidden, bias=False), "v_p": nn.Linear(hidden, 1, bias=False)},
+        form="local-p",
+        weights=lambda att: FastWeights(att.W_p.weight, att.v_p.weight),
     ),
 }
 """Luong's attentions by `model.attention` of an `lstm` decoder."""

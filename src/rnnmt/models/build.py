@@ -5,12 +5,13 @@ Luong's (stacked LSTM encoder, global/local attention or none). Besides the netw
 says how a source sentence is laid out: with EOS (GroundHog) or without (Luong), reversed or not.
 The allowed encoders and attentions are the keys of the registries of encoders.py and attention.py, and
 the modules declare their own initialisation (initialisation.py). How the model runs its teacher-forced loops
-(`train.recurrence`) is the `loops` object it is built with (loops.py), fixed for its life.
+(`train.recurrence`) is the `loops` object it is built with (loops.py), one for all its parts or one per part (the
+encoder's and the decoder's), fixed for its life.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import torch
@@ -82,21 +83,22 @@ def _choice(cfg: dict[str, Any], key: str, allowed: Iterable[str], family: str) 
     return cfg[key]
 
 
-def build_model(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Loops = PLAIN) -> Seq2Seq:
+def build_model(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Loops | Mapping[str, Loops] = PLAIN) -> Seq2Seq:
     """Create the network described by a system's `model` section, initialised per `cfg['init']`, whose
-    teacher-forced loops run by `loops` (default: as the modules write them)."""
+    teacher-forced loops run by `loops` (default: as the modules write them), or by part ("encoder", "decoder")."""
     cfg = model_settings(cfg)
     if cfg["decoder"] not in BUILDERS:
         raise UserError(f"model.decoder is {cfg['decoder']!r}; expected one of {', '.join(BUILDERS)}.")
-    model = BUILDERS[cfg["decoder"]](cfg, src_vocab, tgt_vocab, loops)
+    parts = loops if isinstance(loops, Mapping) else {"encoder": loops, "decoder": loops}
+    model = BUILDERS[cfg["decoder"]](cfg, src_vocab, tgt_vocab, parts)
     if cfg["init"] not in SCHEMES:
         raise UserError(f"model.init is {cfg['init']!r}; expected one of {', '.join(SCHEMES)}.")
     initialise(model, SCHEMES[cfg["init"]](cfg))
     return model
 
 
-def _build_bahdanau(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Loops) -> Seq2Seq:
-    encoder = ENCODERS[_choice(cfg, "encoder", ENCODERS, "gru")](src_vocab, cfg["emb"], cfg["hidden"], loops)
+def _build_bahdanau(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Mapping[str, Loops]) -> Seq2Seq:
+    encoder = ENCODERS[_choice(cfg, "encoder", ENCODERS, "gru")](src_vocab, cfg["emb"], cfg["hidden"], loops["encoder"])
     decoder = BahdanauDecoder(
         tgt_vocab,
         cfg["emb"],
@@ -107,21 +109,21 @@ def _build_bahdanau(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: 
         align_hidden=cfg["align_hidden"],
         maxout_units=cfg["maxout"],
         output_rank=cfg.get("output_rank"),
-        loops=loops,
+        loops=loops["decoder"],
     )
     return Seq2Seq(encoder, decoder)
 
 
-def _build_luong(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Loops) -> Seq2Seq:
+def _build_luong(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Mapping[str, Loops]) -> Seq2Seq:
     _choice(cfg, "encoder", ("lstm",), "lstm")
     kind = _choice(cfg, "attention", ("none", *LUONG_KINDS), "lstm")
     sizes = (cfg["emb"], cfg["hidden"], cfg["layers"])
     common = {"dropout": cfg["dropout"], "bias": cfg["bias"], "state_clip": cfg["state_clip"]}
-    encoder = LSTMEncoder(src_vocab, *sizes, **common, loops=loops)
+    encoder = LSTMEncoder(src_vocab, *sizes, **common, loops=loops["encoder"])
     attention = None
     if kind != "none":
         attention = LuongAttention(cfg["hidden"], kind, cfg["score"], cfg["window"], cfg["max_positions"], cfg["reverse_source"])
-    return Seq2Seq(encoder, LuongDecoder(tgt_vocab, *sizes, attention, feed_input=cfg["feed_input"], **common, loops=loops))
+    return Seq2Seq(encoder, LuongDecoder(tgt_vocab, *sizes, attention, feed_input=cfg["feed_input"], **common, loops=loops["decoder"]))
 
 
 BUILDERS = {"gru": _build_bahdanau, "lstm": _build_luong}

@@ -74,6 +74,11 @@ class GroundhogGRU(nn.Module):
         assert self.C_in is not None, "this GRU was built without a context input"
         return self.C_in(c) if base is None else torch.addmm(base, c, self.C_in.weight.t())
 
+    def context_weight(self) -> Tensor:
+        """C = [C_z; C_r; C], as a fast decoder loop reads it at each step."""
+        assert self.C_in is not None, "this GRU was built without a context input"
+        return self.C_in.weight
+
     def recurrent_weights(self) -> tuple[Tensor, Tensor, Tensor]:
         """U_zr, U and the candidate's bias, as the scans take them."""
         return self.U_gates.weight, self.U_cand.weight, self.b_cand

@@ -6,13 +6,13 @@ reference. The fast forms are subclasses that override the loops they have a for
 (recurrence/fused.py, a hand-written backward, the CPU's default) and `kernels` (recurrence/kernels/, each
 step's pointwise work as one kernel, the GPU's). A module calls its loops object and never asks which one it
 has; train/selfcheck.py compares a fast form with this one on the model's own configuration before a run
-relies on it.
+relies on it, part by part (`PARTS`): a part whose fast form differs falls back alone (`Paths`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
 from torch import Tensor
@@ -26,8 +26,8 @@ class Loops:
     name: ClassVar[str] = "plain"
     packed: bool = True
 
-    def unsupported(self, model_cfg: dict[str, Any]) -> str | None:
-        """What in a model of `model_cfg` this form cannot run, in words; None where it runs every loop."""
+    def unsupported(self, model_cfg: dict[str, Any], part: str) -> str | None:
+        """What in `part` (PARTS) of a model of `model_cfg` this form cannot run, in words; None where it runs it."""
         return None
 
     def gru_scans(self, grus: Sequence[Any], inputs: Sequence[Tensor], mask: Tensor | None, reverse: Sequence[bool], h0: Sequence[Tensor]) -> list[Tensor]:
@@ -49,3 +49,35 @@ class Loops:
 
 
 PLAIN = Loops()
+
+
+# The parts of a model that run by a recurrence, each checked and falling back on its own: the encoder's loops, the
+# decoder's loop, and the output layer's NLL (train/nll.py).
+PARTS = ("encoder", "decoder", "output")
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The recurrence each part of a model runs by (train/selfcheck.py decides them)."""
+
+    encoder: str = "plain"
+    decoder: str = "plain"
+    output: str = "plain"
+
+    @classmethod
+    def every(cls, recurrence: str) -> Paths:
+        """Every part by `recurrence`."""
+        return cls(recurrence, recurrence, recurrence)
+
+    def with_part(self, part: str, recurrence: str) -> Paths:
+        return replace(self, **{part: recurrence})
+
+    def by_part(self) -> dict[str, str]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __str__(self) -> str:
+        """The recurrence where every part runs by the same, else each part's ("encoder fused, decoder plain, ...")."""
+        names = self.by_part()
+        if len(set(names.values())) == 1:
+            return self.encoder
+        return ", ".join(f"{part} {name}" for part, name in names.items())

@@ -114,9 +114,14 @@ def between_layers(x: Tensor, hidden: int, p: float) -> Tensor:
     return dropout_multipliers((x.shape[1], x.shape[0], hidden), p, x, torch.float32).transpose(0, 1)
 
 
+def layer_weights(lstm: nn.LSTM) -> list[tuple[Tensor, Tensor]]:
+    """Each layer's (W_ih, W_hh), as torch's LSTM holds them: what the fast loops read of it."""
+    return [(weights[0], weights[1]) for weights in lstm.all_weights]
+
+
 def summed_biases(lstm: nn.LSTM) -> list[Tensor | None]:
     """Each layer's b_ih + b_hh (None without biases): the bias of the gates' pre-activations."""
-    return [getattr(lstm, f"bias_ih_l{k}") + getattr(lstm, f"bias_hh_l{k}") if lstm.bias else None for k in range(lstm.num_layers)]
+    return [weights[2] + weights[3] if lstm.bias else None for weights in lstm.all_weights]
 
 
 def cell(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rnnmt.errors import UserError
-from rnnmt.models.loops import Loops
+from rnnmt.models.loops import Loops, Paths
 from rnnmt.recurrence import RECURRENCES
 from rnnmt.recurrence.fused import FusedLoops
 from rnnmt.recurrence.kernels.loops import KernelLoops
@@ -17,3 +17,8 @@ def loops(recurrence: str, packed: bool = True) -> Loops:
     if recurrence not in FORMS:
         raise UserError(f"train.recurrence is {recurrence!r}; expected one of {', '.join(RECURRENCES)}.")
     return FORMS[recurrence](packed=packed)
+
+
+def part_loops(paths: Paths, packed: bool = True) -> dict[str, Loops]:
+    """The loops of a model's encoder and decoder by `paths` (build_model takes them by part)."""
+    return {"encoder": loops(paths.encoder, packed), "decoder": loops(paths.decoder, packed)}

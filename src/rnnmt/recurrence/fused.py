@@ -269,9 +269,9 @@ def feed_loop(decoder: Any, ctx: dict[str, Any], words: Tensor, steps: Tensor, s
     """A LuongDecoder's input-feeding loop over its input words [B, T] (decoders.py): the loop's settings and tensors."""
     enc, net, emb = ctx["enc"], decoder.lstm, decoder.embed.weight.shape[1]
     layers, att = net.num_layers, decoder.attention
-    bias = lstm.summed_biases(net)
+    weights, bias = lstm.layer_weights(net), lstm.summed_biases(net)
     # Dropout on [E y; h̃] is dropout on each part: the embeddings' here, h̃'s in the loop.
-    x1 = nn.functional.linear(decoder.drop(decoder.embed(words)), net.weight_ih_l0[:, :emb], bias[0])
+    x1 = nn.functional.linear(decoder.drop(decoder.embed(words)), weights[0][0][:, :emb], bias[0])
     shape = (words.shape[1], words.shape[0], decoder.hidden)
     feed_mask = _dropout(decoder, shape, decoder.drop.p, x1)
     layer_masks = _dropout(decoder, (layers - 1, *shape), net.dropout, x1) if layers > 1 else None
@@ -281,8 +281,8 @@ def feed_loop(decoder: Any, ctx: dict[str, Any], words: Tensor, steps: Tensor, s
     tensors = FeedTensors(
         x1,
         *state,
-        W_ih=[net.weight_ih_l0[:, emb:]] + [getattr(net, f"weight_ih_l{k}") for k in range(1, layers)],
-        W_hh=[getattr(net, f"weight_hh_l{k}") for k in range(layers)],
+        W_ih=[W_ih[:, emb:] if k == 0 else W_ih for k, (W_ih, _) in enumerate(weights)],
+        W_hh=[W_hh for _, W_hh in weights],
         bias=[None, *bias[1:]],
         Wc_c=W_c.weight[:, : decoder.hidden],
         Wc_h=W_c.weight[:, decoder.hidden :],
@@ -492,15 +492,13 @@ def lstm_layers(net: nn.LSTM, x: Tensor, mask: Tensor, clip: float | None, train
     """What torch's LSTM computes over x [B, T, E] from a zero state (lstm.run), layer by layer with LSTMScan: each
     layer's input projection for all positions at once, then its recurrence; dropout between the layers. The top
     layer's states (zero on padding) and every layer's final (h, c)."""
-    batch, layers, H = x.shape[0], net.num_layers, net.hidden_size
-    bias = lstm.summed_biases(net)
+    batch, H = x.shape[0], net.hidden_size
     zeros = x.new_zeros(batch, H, dtype=torch.promote_types(x.dtype, torch.float32))
     finals_h, finals_c = [], []
-    for k in range(layers):
+    for k, ((W_ih, W_hh), bias) in enumerate(zip(lstm.layer_weights(net), lstm.summed_biases(net))):
         if k > 0 and training and net.dropout > 0:
             x = x * lstm.between_layers(x, H, net.dropout)
-        projected = nn.functional.linear(x, getattr(net, f"weight_ih_l{k}"), bias[k])
-        x, h, c = LSTMScan.apply(projected, zeros, zeros, mask, getattr(net, f"weight_hh_l{k}"), clip)
+        x, h, c = LSTMScan.apply(nn.functional.linear(x, W_ih, bias), zeros, zeros, mask, W_hh, clip)
         finals_h.append(h)
         finals_c.append(c)
     return x * mask.unsqueeze(-1), (torch.stack(finals_h), torch.stack(finals_c))
@@ -518,8 +516,8 @@ def fixed_context_loop(decoder: Any, s0: Tensor, x_proj: Tensor, keys: Tensor, e
 
 def additive_loop(function: Any, decoder: Any, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
     """RNNsearch's decoder loop (additive attention) as `function` (AttentiveGRULoop or its kernel form) runs it."""
-    att, recurrent = decoder.attention, decoder.gru
-    return function.apply(s0, x_proj, keys, enc.annotations, enc.mask, att.W_a.weight, att.v_a.weight, recurrent.C_in.weight, *recurrent.recurrent_weights())
+    gru = decoder.gru
+    return function.apply(s0, x_proj, keys, enc.annotations, enc.mask, *decoder.attention.loop_weights(), gru.context_weight(), *gru.recurrent_weights())
 
 
 BahdanauForm = Callable[[Any, Tensor, Tensor, Tensor, Encoded], tuple[Tensor, Tensor, Tensor]]
@@ -544,8 +542,8 @@ class FusedLoops(Loops):
     encoder_layers: ClassVar[Callable[..., tuple[Tensor, tuple[Tensor, Tensor]]]] = staticmethod(lstm_layers)
     feed_loop: ClassVar[type[torch.autograd.Function]] = LuongFeedLoop
 
-    def unsupported(self, model_cfg: dict[str, Any]) -> str | None:
-        return bahdanau_unsupported(self.decoders, model_cfg, self.name)
+    def unsupported(self, model_cfg: dict[str, Any], part: str) -> str | None:
+        return bahdanau_unsupported(self.decoders, model_cfg, self.name) if part == "decoder" else None
 
     def gru_scans(self, grus: Sequence[Any], inputs: Sequence[Tensor], mask: Tensor | None, reverse: Sequence[bool], h0: Sequence[Tensor]) -> list[Tensor]:
         return [GRUScan.apply(x, h, mask, r, *g.recurrent_weights()) for g, x, r, h in zip(grus, inputs, reverse, h0)]

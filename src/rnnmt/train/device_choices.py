@@ -31,6 +31,7 @@ from typing import Any
 import torch
 
 from rnnmt.errors import UserError
+from rnnmt.models.loops import Paths
 from rnnmt.runtime import cpu_multiplies_bfloat16
 from rnnmt.train.defaults import DEVICE_CHOICES
 
@@ -95,21 +96,23 @@ def recurrence(value: str, device: torch.device) -> Choice:
     return Choice("kernels", "auto: a CUDA device with Triton: each step's pointwise work as one kernel")
 
 
-def verified_recurrence(choice: Choice, model: dict[str, Any], device: torch.device, precision: str) -> tuple[Choice, str | None]:
-    """`choice`'s recurrence where it can run the model's loops and passes its checks (train/selfcheck.py: against
-    autograd through the modules, and each Triton stage against its torch reference where the kernels run; once per
-    process and architecture), else the next slower one that does, with the log line that says what was left
-    behind and why."""
+def verified_recurrence(choice: Choice, model: dict[str, Any], device: torch.device, precision: str) -> tuple[Choice, Paths, str | None]:
+    """`choice`'s recurrence for each part of the model (models/loops.py's PARTS) where it can run that part and passes
+    its checks (train/selfcheck.py: against autograd through the modules, and each Triton stage against its torch
+    reference where the kernels run; once per process and architecture), else the next slower one that does; with the
+    log line that says what was left behind and why."""
     from rnnmt.train import selfcheck
 
     verdict = selfcheck.verify(model, choice.value, device, precision)
     checked = f"{verdict.checked} in {verdict.seconds:.2f} s"
     if not verdict.left:
-        return Choice(choice.value, f"{choice.why}; {checked}"), None
+        return Choice(choice.value, f"{choice.why}; {checked}"), verdict.paths, None
     left = "; ".join(verdict.left)
-    return Choice(
-        verdict.recurrence, f"{choice.value} ({choice.why}) left behind: {left}; {checked}"
-    ), f"{left}; this run trains with recurrence {verdict.recurrence}"
+    return (
+        Choice(verdict.recurrence, f"{choice.value} ({choice.why}) left behind: {left}; {checked}"),
+        verdict.paths,
+        f"{left}; this run trains with recurrence {verdict.recurrence}",
+    )
 
 
 def deterministic(value: str, device: torch.device) -> Choice:

@@ -19,14 +19,14 @@ from rnnmt.recurrence import forms
 from rnnmt.runtime import format_duration, keep_freed_memory, log
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
-from rnnmt.train import checkpoint, determinism, device_choices, distributed
+from rnnmt.train import checkpoint, determinism, device_choices, distributed, optim, update
 from rnnmt.train.batching import Batch, BatchStream, SourceFormat, eval_batches, round_up
 from rnnmt.train.defaults import TRAIN_DEFAULTS
 from rnnmt.train.distributed import World
 from rnnmt.train.graphs import StaticUpdate
 from rnnmt.train.metrics import MetricsLog
 from rnnmt.train.nll import SentenceNLL
-from rnnmt.train.optim import KERNEL_STEPS, build_optimizer, clip_gradients, kernel_step, learning_rate
+from rnnmt.train.optim import learning_rate
 from rnnmt.train.stop import StopFlag
 
 # train.precision (as device_choices resolves it): the dtype matrix products run in during training
@@ -73,11 +73,11 @@ def sentence_nll(objective: nn.Module, batch: Batch) -> torch.Tensor:
 
 
 @torch.no_grad()
-def heldout_cost(model: Seq2Seq, data: ParallelData, device: torch.device, source: SourceFormat, recurrence: str, batch_size: int = 64) -> dict[str, float]:
+def heldout_cost(model: Seq2Seq, data: ParallelData, device: torch.device, source: SourceFormat, output: str, batch_size: int = 64) -> dict[str, float]:
     """The summed NLL averaged over sentences ('nll': Bahdanau Table 2's Dev NLL) and the per-word
-    perplexity, EOS counted ('ppl': Luong's Tables 1 and 4), by the model's recurrence."""
+    perplexity, EOS counted ('ppl': Luong's Tables 1 and 4), the output layer's by the recurrence `output`."""
     model.eval()
-    objective = SentenceNLL(model, recurrence)
+    objective = SentenceNLL(model, output)
     total, tokens = 0.0, 0
     for b in eval_batches(data, batch_size, source):
         b = b.to(device)
@@ -133,17 +133,16 @@ class Trainer:
         self.data_sha256 = data_sha256
         self.choices = device_choices.choose(self.cfg, device, world.size)
         determinism.apply(self.choices["deterministic"].value == "on", device)
-        self.choices["recurrence"], failure = device_choices.verified_recurrence(
+        asked = self.choices["recurrence"].value
+        self.choices["recurrence"], self.paths, failure = device_choices.verified_recurrence(
             self.choices["recurrence"], system["model"], device, self.choices["precision"].value
         )
         if failure:
             self.log(failure)
-        recurrence = self.choices["recurrence"].value
         # Updates at static shapes never run torch's LSTM over packed sequences, whose lengths the host reads (graphs.py).
-        loops = forms.loops(recurrence, packed=self.choices["graph"].value == "none")
+        loops = forms.part_loops(self.paths, packed=self.choices["graph"].value == "none")
         torch.manual_seed(system["seed"])
         self.model = build_model(system["model"], len(src_vocab), len(tgt_vocab), loops).to(device)
-        self.recurrence = recurrence
         self.autocast_dtype = AUTOCAST[self.choices["precision"].value]
         # sync logging: gradient clipping decides on the device, and the host reads it only at log points.
         self.clip_on_device = self.choices["sync"].value == "logging"
@@ -153,12 +152,14 @@ class Trainer:
         self.params = list(self.model.parameters())
         distributed.start(world, device, self.cfg["batch_size"])
         # DDP averages the processes' gradients during backward (see distributed.py for the loss scaling).
-        objective = SentenceNLL(self.model, recurrence)
+        objective = SentenceNLL(self.model, self.paths.output)
         self.objective = DistributedDataParallel(objective) if world.parallel else objective
-        # Luong's gradient norm leaves out the embeddings ("historical reason", §4.5); all are rescaled.
-        self.norm_params = [p for name, p in self.model.named_parameters() if self.cfg["clip_embeddings"] or ".embed." not in name]
-        self.optimizer = build_optimizer(self.params, self.cfg["optimizer"])
-        self.kernel_step = recurrence == "kernels" and self.cfg["optimizer"]["name"] in KERNEL_STEPS
+        self.norm_params = update.norm_parameters(self.model, self.cfg["clip_embeddings"])
+        self.optimizer = optim.build_optimizer(self.params, self.cfg["optimizer"])
+        self.choices["update"], failure = update.choose(asked, system["model"], self.cfg, self.optimizer, device)
+        if failure:
+            self.log(failure)
+        self.update_step = update.STEPS[self.choices["update"].value](self.optimizer, self.params, self.norm_params, self.cfg["clip_norm"], self.clip_on_device)
         self.static = self._static_update(len(tgt_vocab))
         self.source = SourceFormat.of(system["model"])
         self.stream = BatchStream(
@@ -238,11 +239,7 @@ class Trainer:
                 per_sentence = sentence_nll(self.objective, distributed.shard(batch, self.world).to(self.device))
             self.optimizer.zero_grad(set_to_none=True)
             (_loss(per_sentence, batch, self.cfg["loss"]) * self.world.size).backward()
-        if self.kernel_step:
-            norm = kernel_step(self.optimizer, self.norm_params, self.cfg["clip_norm"])
-        else:
-            norm = clip_gradients(self.params, self.cfg["clip_norm"], self.norm_params, on_device=self.clip_on_device)
-            self.optimizer.step()
+        norm = self.update_step()
         return Step(per_sentence.detach().sum().double(), len(batch.indices), batch.target_tokens, norm)  # summed as the host would
 
     def synchronize(self) -> None:
@@ -277,7 +274,7 @@ class Trainer:
         return distributed.anyone(self.world.main and self._validate(), self.world, self.device)
 
     def _validate(self) -> bool:
-        measured = {name: heldout_cost(self.model, data, self.device, self.source, self.recurrence) for name, data in self.valid.items()}
+        measured = {name: heldout_cost(self.model, data, self.device, self.source, self.paths.output) for name, data in self.valid.items()}
         costs = {name: m["nll"] for name, m in measured.items()}
         s = self.state
         s.history.append({"update": s.update, **costs, **{f"{name}_ppl": m["ppl"] for name, m in measured.items()}})
@@ -373,7 +370,7 @@ class Trainer:
     def finish(self) -> dict[str, Any]:
         """Final held-out cost of the weights to publish; with early stopping those of the best validation."""
         model_update = self.published_update()
-        measured = {name: heldout_cost(self.model, data, self.device, self.source, self.recurrence) for name, data in self.valid.items()}
+        measured = {name: heldout_cost(self.model, data, self.device, self.source, self.paths.output) for name, data in self.valid.items()}
         dev = {name: m["nll"] for name, m in measured.items()}
         s = self.state
         meta = {
@@ -393,9 +390,11 @@ class Trainer:
             "parameters": count_parameters(self.model),
             "training_pairs": self.stream.pairs,
             "device": str(self.device),
-            # What the `auto` settings became here, and the recurrence actually run (a slower one where a faster one could not
-            # run the model or failed its check: train/selfcheck.py), each with why.
+            # What the `auto` settings became here, the recurrence actually run (a slower one where a faster one could not
+            # run a part of the model or failed its check: train/selfcheck.py) and the update step's form (update.py), each
+            # with why; and each part's recurrence.
             "settings": {key: choice.value for key, choice in self.choices.items()},
+            "recurrence_by_part": self.paths.by_part(),
             "settings_why": {key: choice.why for key, choice in self.choices.items()},
             "threads": torch.get_num_threads(),
             "processes": self.world.size,

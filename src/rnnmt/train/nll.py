@@ -19,8 +19,8 @@ from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
 from rnnmt.models import padding
-from rnnmt.recurrence.kernels import stages
 from rnnmt.recurrence.precision import explicit_precision
+from rnnmt.train import kernel_stages
 
 
 class Workspace:
@@ -37,7 +37,7 @@ class Workspace:
         # On a CPU the softmax goes through cache-sized blocks of rows; off, it takes all rows at once, as on
         # a GPU (bench.kernels_per_update counts a GPU's kernels on a CPU so).
         self.blocked = True
-        self.kernels = False  # the softmax as one stage (stages.OutputSoftmax), else as its torch reference
+        self.kernels = False  # the softmax as one stage (kernel_stages.OutputSoftmax), else as its torch reference
         self.padded: Tensor | None = None
 
     def reserve(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> None:
@@ -88,7 +88,7 @@ class OutputNLL(torch.autograd.Function):
         step = max(1, CACHE_FLOATS // V) if workspace.blocked and h.device.type == "cpu" else N
         for start in range(0, N, step):
             rows = slice(start, min(N, start + step))
-            softmax = stages.OutputSoftmax(logits=logits[rows, :V], bias=bias, target=target[rows], nll=nll[rows])
+            softmax = kernel_stages.OutputSoftmax(logits=logits[rows, :V], bias=bias, target=target[rows], nll=nll[rows])
             softmax.run() if workspace.kernels else softmax.reference()
         ctx.has_bias, ctx.vocab = bias is not None, V
         ctx.save_for_backward(h, w, logits)

@@ -1,4 +1,7 @@
-"""Optimisers and gradient clipping (paper-spec §1.8); the choice is data in the system config."""
+"""Optimisers and gradient clipping (paper-spec §1.8); the choice is data in the system config.
+
+`build_optimizer` and `clipped` are the update's one home: update.py checks every fast form of the step (the
+`kernels` path's one stage per parameter) against them before a run relies on it."""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ import torch
 from torch import Tensor, nn
 
 from rnnmt.errors import UserError
-from rnnmt.recurrence.kernels import stages
 
 
 def build_optimizer(params: Iterable[nn.Parameter], cfg: dict[str, Any]) -> torch.optim.Optimizer:
@@ -44,14 +46,28 @@ def global_norm(grads: list[Tensor]) -> Tensor:
     return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
 
 
-def clip_gradients(params: list[nn.Parameter], max_norm: float, norm_params: list[nn.Parameter] | None = None, *, on_device: bool = False) -> Tensor:
-    """GroundHog's rule: rescale all gradients to max_norm when the global norm reaches it; a NaN/inf
-    gradient becomes 0.1·p. The norm is taken over `norm_params` (default: all; Luong leaves out the
-    embeddings). Returns the norm.
+# GroundHog's rule where the gradients' norm is NaN or infinite: each gradient becomes this share of its parameter.
+NONFINITE_SCALE = 0.1
 
-    `on_device` decides both cases on the device, without the host reading the norm (a GPU then need not
-    wait): the same arithmetic, with a factor of exactly 1 below max_norm, at the cost of a pass over the
-    gradients that the branching form saves on a CPU.
+
+def clip_factor(norm: Tensor, max_norm: float) -> Tensor:
+    """GroundHog's rescaling of every gradient: max_norm / norm where the norm reaches max_norm, else 1."""
+    return torch.where(norm >= max_norm, max_norm / norm, torch.ones_like(norm))
+
+
+def clipped(param: Tensor, grad: Tensor, norm: Tensor, max_norm: float) -> Tensor:
+    """GroundHog's clipping of one gradient, given the norm of all: grad · clip_factor, or NONFINITE_SCALE · param
+    where the norm is not finite. The rule's home: clip_gradients applies it to all gradients at once, and the fast
+    steps' references (kernel_stages.py) call it."""
+    return torch.where(torch.isfinite(norm), grad * clip_factor(norm, max_norm), NONFINITE_SCALE * param)
+
+
+def clip_gradients(params: list[nn.Parameter], max_norm: float, norm_params: list[nn.Parameter] | None = None, *, on_device: bool = False) -> Tensor:
+    """`clipped` for every gradient, in place, with the norm taken over `norm_params` (default: all; Luong leaves
+    out the embeddings). Returns the norm.
+
+    `on_device` decides both cases on the device, without the host reading the norm (a GPU then need not wait):
+    the same arithmetic, at the cost of a pass over the gradients that the host's decision saves on a CPU.
     """
     with_grad = [p for p in params if p.grad is not None]
     grads = [p.grad for p in with_grad]
@@ -59,51 +75,14 @@ def clip_gradients(params: list[nn.Parameter], max_norm: float, norm_params: lis
     norm = global_norm(measured)
     if on_device:
         finite = torch.isfinite(norm)
-        torch._foreach_mul_(grads, torch.where(norm >= max_norm, max_norm / norm, torch.ones_like(norm)))
-        for g, fallback in zip(grads, torch._foreach_mul([p.detach() for p in with_grad], 0.1)):
+        torch._foreach_mul_(grads, clip_factor(norm, max_norm))
+        for g, fallback in zip(grads, torch._foreach_mul([p.detach() for p in with_grad], NONFINITE_SCALE)):
             torch.where(finite, g, fallback, out=g)
     elif not torch.isfinite(norm):
-        for p in params:
-            if p.grad is not None:
-                p.grad.copy_(0.1 * p.detach())
+        for g, p in zip(grads, with_grad):
+            g.copy_(NONFINITE_SCALE * p.detach())
     elif norm >= max_norm:
+        factor = clip_factor(norm, max_norm)
         for g in grads:
-            g.mul_(max_norm / norm)
-    return norm
-
-
-# The optimisers whose clipped step runs as one stage per parameter (recurrence/kernels/stages.py).
-KERNEL_STEPS = ("adadelta", "sgd")
-
-
-def kernel_step(optimizer: torch.optim.Optimizer, norm_params: list[nn.Parameter], max_norm: float) -> Tensor:
-    """`clip_gradients(on_device=True)` and `optimizer.step()` in one pass over each parameter (the `kernels`
-    recurrence: one Triton kernel per parameter on a GPU, where the two take about eleven). The optimiser's
-    state stays torch's (a checkpoint resumes either way). Returns the norm."""
-    if not isinstance(optimizer, (torch.optim.Adadelta, torch.optim.SGD)):
-        raise ValueError(f"no kernel step for {type(optimizer).__name__}; expected Adadelta or SGD (KERNEL_STEPS)")
-    norm = global_norm([p.grad for p in norm_params if p.grad is not None])
-    adadelta = isinstance(optimizer, torch.optim.Adadelta)
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            if not adadelta:
-                stages.SGDUpdate(param=p.detach(), grad=p.grad, norm=norm, lr=group["lr"], max_norm=max_norm).run()
-                continue
-            state = optimizer.state[p]
-            if not state:  # torch.optim.Adadelta's lazy initialisation
-                state.update(step=torch.zeros(()), square_avg=torch.zeros_like(p), acc_delta=torch.zeros_like(p))
-            state["step"] += 1
-            stages.AdadeltaUpdate(
-                param=p.detach(),
-                grad=p.grad,
-                square_avg=state["square_avg"],
-                acc_delta=state["acc_delta"],
-                norm=norm,
-                lr=group["lr"],
-                max_norm=max_norm,
-                rho=group["rho"],
-                eps=group["eps"],
-            ).run()
+            g.mul_(factor)
     return norm

@@ -15,8 +15,11 @@ architecture, once per process:
   GPU, compiler and driver: a kernel that fails to compile, or computes something else there (a reduction
   order, a bfloat16 conversion, a race), would stop the run or train a wrong model for hours.
 
-A form that has no form of the model's loops (a Luong score without a kernel form), or whose check fails, is
-left for the next slower one (kernels → fused → plain), with one log line naming what differed and by how much.
+A model's parts (models/loops.py's PARTS: the encoder's loops, the decoder's loop, the output layer's NLL) are
+checked together first and, where that fails, one by one: a part whose form cannot run it (a Luong score without a
+kernel form, a module the form cannot read), fails to run, or fails its check is left for the next slower form
+(kernels → fused → plain) on its own, with one log line naming the part, what differed and by how much; the other
+parts keep theirs. The optimiser's fast step is checked against the run's own torch optimiser in train/update.py.
 The same stage comparison at ragged and at the papers' sizes is the GPU test suite's (tests/test_kernels_cuda.py).
 
 One discontinuity is compared as it falls: local-p centres its window on ⌊p_t⌋, so where the kernel's p_t and
@@ -37,10 +40,11 @@ import torch
 from torch import Tensor
 
 from rnnmt.models.build import build_model
-from rnnmt.models.loops import Loops
+from rnnmt.models.loops import PARTS, Loops, Paths
 from rnnmt.recurrence import forms
 from rnnmt.recurrence.kernels import stages
 from rnnmt.runtime import log
+from rnnmt.train import kernel_stages
 from rnnmt.train.nll import SentenceNLL
 
 # The next slower recurrence, where a faster one cannot run the model or fails its check.
@@ -144,22 +148,31 @@ def _compare(found: dict[str, StageCheck], stage: stages.Stage) -> None:
 
 
 def stage_differences(
-    model_cfg: dict[str, Any], device: torch.device, precision: str, *, batch: int = 3, src_len: int = 7, tgt_len: int = 5, vocab: int = 24, seed: int = 0
+    model_cfg: dict[str, Any],
+    device: torch.device,
+    precision: str,
+    *,
+    paths: Paths = Paths.every("kernels"),
+    batch: int = 3,
+    src_len: int = 7,
+    tgt_len: int = 5,
+    vocab: int = 24,
+    seed: int = 0,
 ) -> dict[str, StageCheck]:
-    """One training update (dropout on) of `model_cfg`'s network on `device`, every stage that runs its Triton
-    kernel also run as its reference on the same inputs: the comparison per stage. Ragged rows (one shorter
-    source, one shorter target) reach the masks."""
+    """One training update (dropout on) of `model_cfg`'s network on `device` with its parts by `paths`, every stage
+    that runs its Triton kernel also run as its reference on the same inputs: the comparison per stage. Ragged rows
+    (one shorter source, one shorter target) reach the masks."""
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # the caller's random state stays as it was
-        return _stage_differences(model_cfg, device, precision, batch, src_len, tgt_len, vocab, seed)
+        return _stage_differences(model_cfg, device, precision, paths, batch, src_len, tgt_len, vocab, seed)
 
 
 def _stage_differences(
-    model_cfg: dict[str, Any], device: torch.device, precision: str, batch: int, src_len: int, tgt_len: int, vocab: int, seed: int
+    model_cfg: dict[str, Any], device: torch.device, precision: str, paths: Paths, batch: int, src_len: int, tgt_len: int, vocab: int, seed: int
 ) -> dict[str, StageCheck]:
     """`stage_differences` with the random state to itself."""
     torch.manual_seed(seed)
     # Luong's encoder through its kernels too (not packed), as a captured update runs it.
-    model = build_model(model_cfg, vocab, vocab, forms.loops("kernels", packed=False)).to(device).train()
+    model = build_model(model_cfg, vocab, vocab, forms.part_loops(paths, packed=False)).to(device).train()
     src, src_mask, tgt, tgt_mask = _ragged_batch(device, batch, src_len, tgt_len, vocab)
     found: dict[str, StageCheck] = {}
     with stages.checked(functools.partial(_compare, found)):
@@ -167,7 +180,8 @@ def _stage_differences(
             logits, _ = model(src, src_mask, tgt)
             nll = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), tgt.flatten(), reduction="none")
         (nll * tgt_mask.flatten()).sum().backward()
-        _update_stages(logits.detach().flatten(0, 1), tgt.flatten())
+        if paths.output == "kernels":
+            _output_stage(logits.detach().flatten(0, 1), tgt.flatten())
     return found
 
 
@@ -182,28 +196,28 @@ def _ragged_batch(device: torch.device, batch: int, src_len: int, tgt_len: int, 
     return src, src_mask, tgt, tgt_mask
 
 
-def _update_stages(logits: Tensor, target: Tensor) -> None:
-    """The stages after the loops: the output softmax on these logits widened with random columns to WIDE, and each
-    optimiser's clipped update of WIDE random weights (clipping to half the gradient's norm, so that it rescales)."""
+def _output_stage(logits: Tensor, target: Tensor) -> None:
+    """The output softmax on these logits widened with random columns to WIDE."""
     device = logits.device
     extra = torch.randn(len(target), WIDE - logits.shape[1], device=device).to(logits.dtype)
-    stages.OutputSoftmax(
+    kernel_stages.OutputSoftmax(
         logits=torch.cat([logits, extra], dim=1), bias=torch.randn(WIDE, device=device), target=target, nll=logits.new_empty(len(target), dtype=torch.float32)
     ).run()
-    param, grad = torch.randn(WIDE, device=device), torch.randn(WIDE, device=device)
-    norm = grad.norm()
-    stages.AdadeltaUpdate(
-        param=param.clone(),
-        grad=grad,
-        square_avg=torch.rand_like(param),
-        acc_delta=torch.rand_like(param),
-        norm=norm,
-        lr=1.0,
-        max_norm=float(norm) / 2,
-        rho=0.95,
-        eps=1e-6,
-    ).run()
-    stages.SGDUpdate(param=param, grad=grad, norm=norm, lr=1.0, max_norm=float(norm) / 2).run()
+
+
+def update_stage_differences(device: torch.device) -> dict[str, StageCheck]:
+    """Each optimiser's clipped update of WIDE random weights on `device` (clipping to half the gradient's norm, so
+    that it rescales) as its Triton kernel and as its reference: the comparison per stage."""
+    found: dict[str, StageCheck] = {}
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), stages.checked(functools.partial(_compare, found)):
+        torch.manual_seed(0)
+        param, grad = torch.randn(WIDE, device=device), torch.randn(WIDE, device=device)
+        norm = grad.norm()
+        clipping = {"norm": norm, "lr": 1.0, "max_norm": float(norm) / 2}
+        adadelta = {"square_avg": torch.rand_like(param), "acc_delta": torch.rand_like(param), "rho": 0.95, "eps": 1e-6}
+        kernel_stages.AdadeltaUpdate(param=param.clone(), grad=grad, **clipping, **adadelta).run()
+        kernel_stages.SGDUpdate(param=param, grad=grad, **clipping).run()
+    return found
 
 
 def small(model_cfg: dict[str, Any]) -> dict[str, Any]:
@@ -233,11 +247,11 @@ class PathCheck:
         return f"{what} differs from autograd through the modules (recurrence plain) by {share:.2e} of its norm{more}, where {PATH_TOLERANCE:.0e} is allowed"
 
 
-def _objective(model: torch.nn.Module, recurrence: str, batch: tuple[Tensor, ...], weights: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
-    """One update's NLL per sentence and every parameter's gradient of its weighted sum."""
+def _objective(model: torch.nn.Module, output: str, batch: tuple[Tensor, ...], weights: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+    """One update's NLL per sentence (the output layer's by `output`) and every parameter's gradient of its weighted sum."""
     src, src_mask, tgt, tgt_mask = batch
     model.zero_grad(set_to_none=True)
-    per_sentence = SentenceNLL(model, recurrence)(src, src_mask, tgt, tgt_mask, tgt_mask.flatten().nonzero().squeeze(1))
+    per_sentence = SentenceNLL(model, output)(src, src_mask, tgt, tgt_mask, tgt_mask.flatten().nonzero().squeeze(1))
     (per_sentence * weights).sum().backward()
     return per_sentence.detach(), {name: p.grad if p.grad is not None else torch.zeros_like(p) for name, p in model.named_parameters()}
 
@@ -248,10 +262,12 @@ def _share(value: Tensor, reference: Tensor, floor: float) -> float:
 
 
 def path_differences(
-    model_cfg: dict[str, Any], recurrence: str, *, batch: int = 3, src_len: int = 7, tgt_len: int = 5, vocab: int = 24, seed: int = 0
+    model_cfg: dict[str, Any], paths: Paths | str, *, batch: int = 3, src_len: int = 7, tgt_len: int = 5, vocab: int = 24, seed: int = 0
 ) -> PathCheck:
-    """`recurrence` beside `plain` on a small float64 model of `model_cfg`'s architecture on a CPU (the random state
-    stays as it was): the NLL per sentence and each parameter's gradient, as shares of their norms."""
+    """The model's parts by `paths` (or every part by one recurrence) beside `plain` on a small float64 model of
+    `model_cfg`'s architecture on a CPU (the random state stays as it was): the NLL per sentence and each parameter's
+    gradient, as shares of their norms."""
+    paths = Paths.every(paths) if isinstance(paths, str) else paths
     start = time.perf_counter()
     cfg = {**small(model_cfg), "dropout": 0.0}
     with torch.random.fork_rng(devices=[]), stages.implementation("reference"):
@@ -260,67 +276,102 @@ def path_differences(
         with torch.no_grad():
             for p in plain.parameters():
                 p.uniform_(-0.5, 0.5)
-        fast = build_model(cfg, vocab, vocab, forms.loops(recurrence)).double().train()
+        fast = build_model(cfg, vocab, vocab, forms.part_loops(paths)).double().train()
         fast.load_state_dict(plain.state_dict())
         inputs = _ragged_batch(torch.device("cpu"), batch, src_len, tgt_len, vocab)
         weights = torch.rand(batch, dtype=torch.float64) + 0.5
-        (nll, grads), (fast_nll, fast_grads) = (_objective(m, r, inputs, weights) for m, r in ((plain, "plain"), (fast, recurrence)))
+        (nll, grads), (fast_nll, fast_grads) = (_objective(m, output, inputs, weights) for m, output in ((plain, "plain"), (fast, paths.output)))
     floor = 1e-6 * float(torch.cat([g.flatten() for g in grads.values()]).norm())
     differences = [("the NLL", _share(fast_nll, nll, 1e-300))]
     differences += [(f"the gradient of {name}", _share(fast_grads[name], g, floor)) for name, g in grads.items()]
-    return PathCheck(recurrence, differences, time.perf_counter() - start)
+    return PathCheck(str(paths), differences, time.perf_counter() - start)
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The recurrence a run trains with, how it was checked, and what was left behind (one line each)."""
+    """The recurrence each part of a model runs by, how it was checked, and what was left behind (one line each)."""
 
-    recurrence: str
+    paths: Paths
     checked: str
     left: tuple[str, ...]
     seconds: float
 
+    @property
+    def recurrence(self) -> str:
+        """The recurrence, or each part's where they differ."""
+        return str(self.paths)
+
 
 def verify(model_cfg: dict[str, Any], recurrence: str, device: torch.device, precision: str) -> Verdict:
-    """The first of `recurrence` and the slower ones (FALLBACK) that can run `model_cfg`'s loops and passes its checks
-    on `device` in `precision`. Checked once per process for each architecture, recurrence, device and precision."""
+    """For each part of `model_cfg`'s model, the first of `recurrence` and the slower ones (FALLBACK) that can run it
+    and passes its checks on `device` in `precision`. Checked once per process for each architecture, recurrence,
+    device and precision."""
     return _verify(json.dumps(small(model_cfg), sort_keys=True), recurrence, str(device), precision)
+
+
+def failure(error: Exception) -> str:
+    """An error a fast form raised, in one line."""
+    lines = str(error).strip().splitlines()
+    return f"it failed to run ({type(error).__name__}: {lines[0] if lines else ''})"[:300]
+
+
+def _problem(model_cfg: dict[str, Any], paths: Paths, device: torch.device, precision: str) -> str | None:
+    """Why the model's parts by `paths` cannot train it, in words; None where they run it and pass every check."""
+    for part, name in paths.by_part().items():
+        problem = forms.loops(name).unsupported(model_cfg, part)
+        if problem is not None:
+            return problem
+    try:
+        path = path_differences(model_cfg, paths)
+    except Exception as error:  # noqa: BLE001 (an edited module that a fast form cannot read: it falls back, it never stops the run)
+        return failure(error)
+    if not path.passed:
+        return path.reason()
+    if "kernels" in paths.by_part().values() and stages.runs_triton(device):
+        failed = {name: check.reason() for name, check in stage_differences(model_cfg, device, precision, paths=paths).items() if not check.passed}
+        if failed:
+            return f"{len(failed)} Triton stage(s) failed their check on {device} ({'; '.join(f'{name}: {reason}' for name, reason in failed.items())})"
+    return None
+
+
+def _how(paths: Paths, device: torch.device) -> str:
+    """How the parts by `paths` were checked, in words."""
+    if set(paths.by_part().values()) == {"plain"}:
+        return "the reference: autograd through the modules"
+    how = "checked against the plain path (autograd through the modules)"
+    if "kernels" in paths.by_part().values() and stages.runs_triton(device):
+        how += f" and each Triton stage against its torch reference on {device}"
+    return how
 
 
 @functools.cache
 def _verify(model_json: str, recurrence: str, device_name: str, precision: str) -> Verdict:
     model_cfg, device = json.loads(model_json), torch.device(device_name)
-    start, left = time.perf_counter(), []
-    while recurrence != "plain":
-        problem = forms.loops(recurrence).unsupported(model_cfg)
-        if problem is None:
-            path = path_differences(model_cfg, recurrence)
-            problem = None if path.passed else path.reason()
-        if problem is None and recurrence == "kernels" and stages.runs_triton(device):
-            failed = {name: check.reason() for name, check in stage_differences(model_cfg, device, precision).items() if not check.passed}
-            if failed:
-                reasons = "; ".join(f"{name}: {reason}" for name, reason in failed.items())
-                problem = f"{len(failed)} Triton stage(s) failed their check on {device} ({reasons})"
-            else:
-                problem = None
-        if problem is None:
-            how = "checked against the plain path (autograd through the modules)"
-            if recurrence == "kernels" and stages.runs_triton(device):
-                how += f" and each Triton stage against its torch reference on {device}"
-            return Verdict(recurrence, how, tuple(left), time.perf_counter() - start)
-        left.append(f"recurrence {recurrence}: {problem}")
-        recurrence = FALLBACK[recurrence]
-    return Verdict("plain", "the reference: autograd through the modules", tuple(left), time.perf_counter() - start)
+    start = time.perf_counter()
+    asked = Paths.every(recurrence)
+    if recurrence == "plain" or _problem(model_cfg, asked, device, precision) is None:
+        return Verdict(asked, _how(asked, device), (), time.perf_counter() - start)
+    paths, left = Paths(), []
+    for part in PARTS:
+        form = recurrence
+        while form != "plain":
+            problem = _problem(model_cfg, Paths().with_part(part, form), device, precision)
+            if problem is None:
+                break
+            left.append(f"recurrence {form} for the {part}: {problem}")
+            form = FALLBACK[form]
+        paths = paths.with_part(part, form)
+    return Verdict(paths, _how(paths, device), tuple(left), time.perf_counter() - start)
 
 
-def checked_loops(model_cfg: dict[str, Any]) -> Loops:
+def checked_loops(model_cfg: dict[str, Any]) -> dict[str, Loops]:
     """The loops a trained model translates with: `fused` where it passes its check on this architecture, else `plain`
     (said once per process in the log). Beam search runs the encoder's loops; float32 on a CPU is what they compute."""
     verdict = verify(model_cfg, "fused", torch.device("cpu"), "float32")
     if verdict.left and verdict not in _said:
         _said.add(verdict)
         log(f"{'; '.join(verdict.left)}; this model translates with recurrence {verdict.recurrence}")
-    return forms.loops(verdict.recurrence)
+    return forms.part_loops(verdict.paths)
 
 
 _said: set[Verdict] = set()

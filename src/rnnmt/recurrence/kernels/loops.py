@@ -24,6 +24,7 @@ Weight gradients are one product each over all steps after the loop, as in fused
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
@@ -348,12 +349,41 @@ def _forms(loop: FeedLoop) -> tuple[str, str]:
     return LUONG_SCORES[loop.attention.score].form, LUONG_KINDS[loop.attention.kind].form
 
 
-def _luong_weights(score: str, kind: str, attention: dict[str, Tensor], p: Precision) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
-    """The query product's W_q [Q, H] (W_a for concat and location over W_p for local-p; None for dot) and v_a, v_p
-    as vectors (or None), from the attention's parameters by name."""
-    rows = ([attention["W_a.weight"]] if score in ("concat", "location") else []) + ([attention["W_p.weight"]] if kind == "local-p" else [])
-    vector = lambda name: attention[name].reshape(-1).to(p.acc)  # [1, H] -> [H]
-    return (torch.cat(rows) if rows else None, vector("v_a.weight") if score == "concat" else None, vector("v_p.weight") if kind == "local-p" else None)
+@dataclass(frozen=True)
+class QueryWeights:
+    """What the kernels read of a Luong attention, as its score's and kind's registry entries hand it (attention.Score
+    and Kind `weights`): the query product's blocks of rows (the score's W_a for concat and location, over the kind's
+    W_p for local-p), v_a and v_p; and where each sits among the attention's parameters, where its gradient goes."""
+
+    blocks: tuple[Tensor, ...]
+    v_a: Tensor | None
+    v_p: Tensor | None
+    places: tuple[int, ...]  # of the blocks, then v_a and v_p where given, in the attention's parameters
+
+    @staticmethod
+    def of(attention: Any) -> QueryWeights:
+        score, kind = LUONG_SCORES[attention.score].weights(attention), LUONG_KINDS[attention.kind].weights(attention)
+        blocks = tuple(w for w in (score.query, kind.query) if w is not None)
+        place = {id(p): i for i, p in enumerate(attention.parameters())}
+        handed = [*blocks, *(v for v in (score.vector, kind.vector) if v is not None)]
+        if any(id(w) not in place for w in handed):
+            raise ValueError(
+                f"Luong's score {attention.score!r} or attention {attention.kind!r} hands the kernels a tensor that is not one of the attention's parameters"
+            )
+        return QueryWeights(blocks, score.vector, kind.vector, tuple(place[id(w)] for w in handed))
+
+    def product(self) -> Tensor | None:
+        """W_q [Q, H], the blocks stacked; None where no query product is needed (dot)."""
+        return torch.cat(self.blocks) if self.blocks else None
+
+    def gradients(self, parameters: Sequence[Tensor], d_Wq: Tensor | None, d_v_a: Tensor | None, d_v_p: Tensor | None) -> list[Tensor]:
+        """Each of the attention's `parameters`' gradient from W_q's, v_a's and v_p's; 0 for those that act outside the loop
+        (general's W_a, on the keys)."""
+        own = [torch.zeros_like(w) for w in parameters]
+        found = [*(d_Wq.split([b.shape[0] for b in self.blocks]) if d_Wq is not None else ()), *(d for d in (d_v_a, d_v_p) if d is not None)]
+        for place, grad in zip(self.places, found):
+            own[place] = grad.reshape(parameters[place].shape)
+        return own
 
 
 class LuongFeedKernels(torch.autograd.Function):
@@ -361,7 +391,7 @@ class LuongFeedKernels(torch.autograd.Function):
     (stages.SCORE_FORMS, KIND_FORMS: global, local-m, local-p; dot, general, concat, location): per step and layer a
     product [W_ih W_hh]·[x; h] and one
     kernel for the cell (which also writes the next layer's dropped-out input); the query product h_t·W_qᵀ where
-    the score or local-p needs one (W_a h_t, W_p h_t: `_luong_weights`); one kernel for the attention
+    the score or local-p needs one (W_a h_t, W_p h_t: `QueryWeights`); one kernel for the attention
     (scores, window, softmax, Gaussian, context); one product W_c [c; h_top] and one kernel for h̃ = tanh(·) (which
     writes the next step's fed input); back the same, with the query's gradient as one product W_qᵀ·dq that the
     top layer's cell kernel adds in. nmt.matlab's attnLayerForward.m/attnLayerBackprop.m compute the same per
@@ -375,7 +405,9 @@ class LuongFeedKernels(torch.autograd.Function):
         (score, kind), window, reversed_source = _forms(loop), loop.attention.window, loop.attention.reversed_source
         w = FeedTensors.of(flat, L)
         x1, h0, c0, bias, b_c = w.x1, w.h0, w.c0, w.bias, w.b_c
-        W_q, v_a, v_p = _luong_weights(score, kind, _named(loop, w.attention), p)
+        weights = QueryWeights.of(loop.attention)
+        W_q = weights.product()
+        v_a, v_p = (v.reshape(-1).to(p.acc) if v is not None else None for v in (weights.v_a, weights.v_p))  # [1, H] -> [H]
         keys, annotations = w.keys.to(p.acc).contiguous(), w.annotations.to(p.acc).contiguous()
         mask = loop.source.mask.to(p.acc)
         B, T, H4 = x1.shape
@@ -450,7 +482,7 @@ class LuongFeedKernels(torch.autograd.Function):
                 fed_c=xh_c[0, t + 1, :, :H] if fed else None,
                 fed_mask=feed_mask[t + 1] if fed and feed_mask is not None else None,
             ).run()
-        ctx.loop = loop
+        ctx.loop, ctx.weights = loop, weights
         ctx.save_for_backward(
             xh, xh_c, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, keys, annotations, mask, Wc, W_q, v_a, v_p, queries, soft, pos, tanh_u, *W, *flat
         )
@@ -467,7 +499,6 @@ class LuongFeedKernels(torch.autograd.Function):
         )
         W, w = saved[:L], FeedTensors.of(saved[L:], L)
         bias, b_c = w.bias, w.b_c
-        attention = _named(loop, w.attention)
         T, B, H = contexts.shape
         S, Q = annotations.shape[1], W_q.shape[0] if W_q is not None else 0
         d_h_tilde = p.steps_first(d_h_tilde)
@@ -552,34 +583,23 @@ class LuongFeedKernels(torch.autograd.Function):
         d_keys = torch.bmm(d_scores.permute(1, 2, 0), tops.transpose(0, 1)) if score == "dot" else d_keys
         grads += [d_keys, torch.bmm(alphas.permute(1, 2, 0), d_contexts.transpose(0, 1))]
         d_Wq = weight_grad(p, dq, tops_c) if Q else None
-        own = {name: torch.zeros_like(weight) for name, weight in attention.items()}  # general's W_a acts outside, on the keys
-        if score in ("concat", "location"):
-            own["W_a.weight"] = d_Wq[: attention["W_a.weight"].shape[0]]
-        if concat:
-            own["v_a.weight"] = dv_rows.sum(0).reshape(attention["v_a.weight"].shape)
-        if kind == "local-p":
-            own["W_p.weight"] = d_Wq[Q - H :]
-            own["v_p.weight"] = (dz.reshape(1, -1) @ tanh_u.reshape(-1, H)).reshape(attention["v_p.weight"].shape)
-        grads += [own[name] for name in attention]
+        d_v_a = dv_rows.sum(0) if concat else None
+        d_v_p = dz.reshape(1, -1) @ tanh_u.reshape(-1, H) if kind == "local-p" else None
+        grads += ctx.weights.gradients(w.attention, d_Wq, d_v_a, d_v_p)
         return (None, d_gates[0].transpose(0, 1), d_xh[:, :, H:].to(p.acc), dc, *grads)
-
-
-def _named(loop: FeedLoop, parameters: Sequence[Tensor]) -> dict[str, Tensor]:
-    """The attention's parameters (FeedTensors.attention) by their names in its module."""
-    return dict(zip((name for name, _ in loop.attention.named_parameters()), parameters))
 
 
 def lstm_stack(net: nn.LSTM, x: Tensor, mask: Tensor, clip: float | None, training: bool) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """fused.lstm_layers (what torch's LSTM computes over x [B, T, E] from a zero state) with all layers in one loop
     (LSTMStackKernels): the top layer's states (zero on padding) and every layer's final (h, c)."""
     layers, H = net.num_layers, net.hidden_size
-    bias = lstm.summed_biases(net)
-    x1 = nn.functional.linear(x, net.weight_ih_l0, bias[0])
+    weights, bias = lstm.layer_weights(net), lstm.summed_biases(net)
+    x1 = nn.functional.linear(x, weights[0][0], bias[0])
     drops = None
     if training and net.dropout > 0 and layers > 1:
         drops = torch.stack([lstm.between_layers(x1, H, net.dropout) for _ in range(layers - 1)])
-    upper = [w for k in range(1, layers) for w in (getattr(net, f"weight_ih_l{k}"), getattr(net, f"weight_hh_l{k}"), bias[k])]
-    out, h, c = LSTMStackKernels.apply(x1, mask, clip, drops, net.weight_hh_l0, *upper)
+    upper = [w for k in range(1, layers) for w in (*weights[k], bias[k])]
+    out, h, c = LSTMStackKernels.apply(x1, mask, clip, drops, weights[0][1], *upper)
     return out * mask.unsqueeze(-1), (h, c)
 
 
@@ -604,7 +624,9 @@ class KernelLoops(FusedLoops):
     encoder_layers = staticmethod(lstm_stack)
     feed_loop = LuongFeedKernels
 
-    def unsupported(self, model_cfg: dict[str, Any]) -> str | None:
+    def unsupported(self, model_cfg: dict[str, Any], part: str) -> str | None:
+        if part != "decoder":
+            return None
         return bahdanau_unsupported(self.decoders, model_cfg, self.name) or _kernel_forms(model_cfg)
 
     def gru_scans(self, grus: Sequence[Any], inputs: Sequence[Tensor], mask: Tensor | None, reverse: Sequence[bool], h0: Sequence[Tensor]) -> list[Tensor]:

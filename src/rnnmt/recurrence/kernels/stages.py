@@ -4,7 +4,8 @@ A teacher-forced update at paper size runs each of these stages once per step an
 backward; as separate torch operations each is 4-15 kernel launches, which bound an update on a GPU
 (docs/performance.md). A stage is declared once, here: a dataclass of its named operands (built by keyword,
 so that no two can be swapped) with its torch reference (`reference`) and its Triton launcher (`launch`,
-in triton_gru.py, triton_luong.py or triton_update.py, which read the operands by name). `run` takes the
+in triton_gru.py or triton_luong.py, which read the operands by name; the stages after the loops, the output
+softmax and the optimiser's step, live with what they serve in train/kernel_stages.py). `run` takes the
 Triton kernel on a CUDA device and the reference elsewhere; the reference is what the tests and the guard
 (train/selfcheck.py) compare the kernel with, and what `rnnmt bench train` counts as one kernel on a CPU (its
 profiler region is named `rnnmt::kernel::*`).
@@ -111,14 +112,14 @@ def stage(name: str, launches: int = 1) -> Callable[[type[Stage]], type[Stage]]:
     return declare
 
 
-def _f(x: Tensor) -> Tensor:
+def widened(x: Tensor) -> Tensor:
     """x in float32 or wider (the guard runs the references in float64 too)."""
     return x.to(torch.promote_types(x.dtype, torch.float32))
 
 
 def _with(x: Tensor, extra: Tensor | None) -> Tensor:
     """x [+ extra], in float32 or wider."""
-    return _f(x) + _f(extra) if extra is not None else _f(x)
+    return widened(x) + widened(extra) if extra is not None else widened(x)
 
 
 @stage("gru_gates")
@@ -135,7 +136,7 @@ class GRUGates(Stage):
 
     def reference(self) -> None:
         H = self.h.shape[1]
-        gru.gates(torch.add(_with(self.x[:, : 2 * H], self.xc[:, : 2 * H] if self.xc is not None else None), _f(self.g), out=self.gates))
+        gru.gates(torch.add(_with(self.x[:, : 2 * H], self.xc[:, : 2 * H] if self.xc is not None else None), widened(self.g), out=self.gates))
         torch.mul(self.gates[:, H:], self.h, out=self.rh)
         self.rh_c.copy_(self.rh)
 
@@ -162,7 +163,7 @@ class GRUState(Stage):
 
     def reference(self) -> None:
         H = self.h.shape[1]
-        gru.candidate(torch.add(_with(self.x[:, 2 * H :], self.xc[:, 2 * H :] if self.xc is not None else None), _f(self.u), out=self.cand))
+        gru.candidate(torch.add(_with(self.x[:, 2 * H :], self.xc[:, 2 * H :] if self.xc is not None else None), widened(self.u), out=self.cand))
         gru.interpolate(self.h, self.gates[:, :H], self.cand, self.keep, out=self.out)
         self.out_c.copy_(self.out)
 
@@ -189,11 +190,11 @@ class GRUBackCand(Stage):
 
     def reference(self) -> None:
         H = self.base.shape[1]
-        total = self.base + _f(self.m)
+        total = self.base + widened(self.m)
         if self.extra is not None:
-            total = total + _f(self.extra)
+            total = total + widened(self.extra)
         if self.mq is not None:
-            total = total + _f(self.mq)
+            total = total + widened(self.mq)
         self.dh.copy_(total)
         dstep = self.dh * self.keep if self.keep is not None else self.dh
         torch.mul(dstep * self.gates[:, :H], 1.0 - self.cand * self.cand, out=self.dx[:, 2 * H :])
@@ -225,7 +226,7 @@ class GRUBackGates(Stage):
         H = self.dh.shape[1]
         z, r = self.gates[:, :H], self.gates[:, H:]
         dstep = self.dh * self.keep if self.keep is not None else self.dh
-        d_rh = _f(self.drh)
+        d_rh = widened(self.drh)
         torch.mul(dstep * (self.cand - self.h) * (1.0 - z), z, out=self.dx[:, :H])
         torch.mul(d_rh * self.h * (1.0 - r), r, out=self.dx[:, H : 2 * H])
         self.dx_c[:, : 2 * H] = self.dx[:, : 2 * H]
@@ -255,7 +256,7 @@ class AdditiveStep(Stage):
 
     def reference(self) -> None:
         B, S, A = self.tanh.shape
-        attention.additive_terms(self.keys, _f(self.q).unsqueeze(1), out=self.tanh.unsqueeze(1))
+        attention.additive_terms(self.keys, widened(self.q).unsqueeze(1), out=self.tanh.unsqueeze(1))
         energy = attention.additive_energies(self.tanh.view(B * S, A), self.v.view(1, A)).view(B, S)
         attention.attention_weights(energy, self.mask != 0, out=self.alpha)
         attention.attention_context(self.alpha.unsqueeze(1), self.ann, out=self.ctx.unsqueeze(1))
@@ -289,7 +290,7 @@ class AdditiveStepBack(Stage):
         self.dc.copy_(_with(self.d_ctx, self.dcx))
         d_weights = torch.bmm(self.ann, self.dc.unsqueeze(2)).squeeze(2)
         if self.d_alpha is not None:
-            d_weights = d_weights + _f(self.d_alpha)
+            d_weights = d_weights + widened(self.d_alpha)
         torch.mul(self.alpha, d_weights - (self.alpha * d_weights).sum(-1, keepdim=True), out=self.de)
         d_pre = self.de.unsqueeze(2) * self.v * (1.0 - self.tanh * self.tanh)
         self.d_keys += d_pre
@@ -368,14 +369,14 @@ class LSTMCellBack(Stage):
     d_gates_c: Tensor
 
     def reference(self) -> None:
-        dh = _f(self.below) * self.below_mask if self.below_mask is not None else _f(self.below)
+        dh = widened(self.below) * self.below_mask if self.below_mask is not None else widened(self.below)
         if self.extra is not None:
             first = dh.shape[0] - self.extra.shape[0]
-            dh = torch.cat([dh[:first], dh[first:] + _f(self.extra)])
+            dh = torch.cat([dh[:first], dh[first:] + widened(self.extra)])
         if self.rest is not None:
             dh = self.rest + dh
         if self.own is not None:
-            dh = _f(self.own) + dh
+            dh = widened(self.own) + dh
         dh_new, dc_new = dh, self.dc.clone()
         carried = torch.zeros_like(self.dc)
         if self.keep is not None:
@@ -465,18 +466,18 @@ class LuongStep(_LuongForms, Stage):
             centre = attention.monotonic_centre(torch.full((1,), self.step, device=n.device), n.unsqueeze(1)).squeeze(1)
         if self.kind == "local-p":
             Q = self.q.shape[1]
-            self.pos.copy_(attention.predicted_position(n, _f(self.q[:, Q - H :]), self.v_p.view(1, H), terms=self.tanh_u))
+            self.pos.copy_(attention.predicted_position(n, widened(self.q[:, Q - H :]), self.v_p.view(1, H), terms=self.tanh_u))
             centre = torch.floor(self.pos)
         if self.kind != "global":
             allowed = allowed & attention.within_window(original - centre.unsqueeze(1), self.window)
         if self.score == "dot":
-            energy = attention.dot_energies(_f(self.top).unsqueeze(1), self.keys).squeeze(1)
+            energy = attention.dot_energies(widened(self.top).unsqueeze(1), self.keys).squeeze(1)
         elif self.score == "concat":
-            terms = attention.additive_terms(self.keys, _f(self.q[:, :H]).unsqueeze(1))
+            terms = attention.additive_terms(self.keys, widened(self.q[:, :H]).unsqueeze(1))
             energy = attention.additive_energies(terms.reshape(-1, H), self.v_a.view(1, H)).view(-1, S)
         else:
             slots = self.q.shape[1] - (H if self.kind == "local-p" else 0)
-            energy = attention.location_energies(_f(self.q[:, :slots]).unsqueeze(1), n.long(), S).squeeze(1)
+            energy = attention.location_energies(widened(self.q[:, :slots]).unsqueeze(1), n.long(), S).squeeze(1)
         weights = attention.attention_weights(energy.to(acc), allowed)
         if self.kind == "local-p":
             self.soft.copy_(weights)
@@ -528,7 +529,7 @@ class LuongStepBack(_LuongForms, Stage):
         self.d_ctx.copy_(self.d_ctop[:, :H])
         d_weights = torch.bmm(self.ann, self.d_ctx.unsqueeze(2)).squeeze(2)
         if self.d_alpha is not None:
-            d_weights = d_weights + _f(self.d_alpha)
+            d_weights = d_weights + widened(self.d_alpha)
         weights, d_soft = self.alpha, d_weights
         if self.kind == "local-p":
             real, n, original = _luong_positions(self.mask, self.reversed_source)
@@ -537,13 +538,13 @@ class LuongStepBack(_LuongForms, Stage):
             weights, d_soft = self.soft, d_weights * gauss
             d_pos = (d_weights * self.soft * gauss * offset).sum(1) / (self.window / 2) ** 2
         torch.mul(weights, d_soft - (weights * d_soft).sum(-1, keepdim=True), out=self.d_scores)
-        below = _f(self.d_ctop[:, H:])
+        below = widened(self.d_ctop[:, H:])
         if self.score == "dot":
             below = below + torch.bmm(self.d_scores.unsqueeze(1), self.keys).squeeze(1)
         self.d_below.copy_(below)
         if self.score == "concat":
-            t = torch.tanh(self.keys + _f(self.q[:, :H]).unsqueeze(1))
-            d_pre = self.d_scores.unsqueeze(2) * _f(self.v_a) * (1.0 - t * t)
+            t = torch.tanh(self.keys + widened(self.q[:, :H]).unsqueeze(1))
+            d_pre = self.d_scores.unsqueeze(2) * widened(self.v_a) * (1.0 - t * t)
             self.d_keys += d_pre
             torch.sum(d_pre, dim=1, out=self.dq[:, :H])
             self.dv_rows += (self.d_scores.unsqueeze(2) * t).sum(1)
@@ -556,7 +557,7 @@ class LuongStepBack(_LuongForms, Stage):
         if self.kind == "local-p":
             sig = self.pos / n.to(self.pos.dtype)
             torch.mul(d_pos * n.to(self.pos.dtype), sig * (1.0 - sig), out=self.dz)
-            torch.mul(self.dz.unsqueeze(1) * _f(self.v_p), 1.0 - self.tanh_u * self.tanh_u, out=self.dq[:, self.dq.shape[1] - H :])
+            torch.mul(self.dz.unsqueeze(1) * widened(self.v_p), 1.0 - self.tanh_u * self.tanh_u, out=self.dq[:, self.dq.shape[1] - H :])
         if self.dq_c is not None:
             self.dq_c.copy_(self.dq)
 
@@ -603,9 +604,9 @@ class FeedTanhBack(Stage):
     d_pre_c: Tensor
 
     def reference(self) -> None:
-        d = _f(self.d_h_tilde)
+        d = widened(self.d_h_tilde)
         if self.d_fed is not None:
-            d = d + (_f(self.d_fed) * self.fed_mask if self.fed_mask is not None else _f(self.d_fed))
+            d = d + (widened(self.d_fed) * self.fed_mask if self.fed_mask is not None else widened(self.d_fed))
         torch.mul(d, 1.0 - self.h_tilde * self.h_tilde, out=self.d_pre)
         self.d_pre_c.copy_(self.d_pre)
 
@@ -613,86 +614,3 @@ class FeedTanhBack(Stage):
         from rnnmt.recurrence.kernels import triton_luong
 
         triton_luong.feed_tanh_back(self)
-
-
-@stage("output_softmax")
-class OutputSoftmax(Stage):
-    """Per row of logits [N, V] (+ bias): nll = log Σ exp − the target's logit; the row becomes P − Y, the softmax
-    minus the one-hot target, in the logits' dtype (train/nll.py's OutputNLL; its reference is the `fused` path's)."""
-
-    logits: Tensor
-    bias: Tensor | None
-    target: Tensor
-    nll: Tensor
-
-    def reference(self) -> None:
-        x = _f(self.logits)  # a copy under autocast, else the logits themselves
-        if self.bias is not None:
-            x.add_(_f(self.bias))
-        top = x.amax(dim=1)
-        picked = x.gather(1, self.target.unsqueeze(1)).squeeze(1)
-        x.sub_(top.unsqueeze(1)).exp_()  # unnormalised softmax
-        total = x.sum(dim=1)
-        torch.log(total, out=self.nll).add_(top).sub_(picked)
-        x.div_(total.unsqueeze(1)).scatter_add_(1, self.target.unsqueeze(1), x.new_full((x.shape[0], 1), -1.0))
-        if x is not self.logits:
-            self.logits.copy_(x)
-
-    def launch(self) -> None:
-        from rnnmt.recurrence.kernels import triton_update
-
-        triton_update.output_softmax(self)
-
-
-def _clipped(param: Tensor, grad: Tensor, norm: Tensor, max_norm: float) -> Tensor:
-    """GroundHog's clipping (train/optim.py's clip_gradients): grad·max_norm/norm where norm ≥ max_norm; 0.1·param
-    where the norm is not finite."""
-    factor = torch.where(norm >= max_norm, max_norm / norm, torch.ones_like(norm))
-    return torch.where(torch.isfinite(norm), grad * factor, 0.1 * param)
-
-
-@stage("adadelta_update")
-class AdadeltaUpdate(Stage):
-    """The clipped gradient g, then Adadelta as torch.optim.Adadelta computes it: E[g²] ← ρE[g²] + (1−ρ)g²,
-    Δ = √(E[Δ²] + ε) / √(E[g²] + ε) · g, E[Δ²] ← ρE[Δ²] + (1−ρ)Δ², param ← param − lr·Δ."""
-
-    param: Tensor
-    grad: Tensor
-    square_avg: Tensor
-    acc_delta: Tensor
-    norm: Tensor
-    lr: float
-    max_norm: float
-    rho: float
-    eps: float
-
-    def reference(self) -> None:
-        g = _clipped(self.param, self.grad, self.norm, self.max_norm)
-        self.square_avg.mul_(self.rho).addcmul_(g, g, value=1 - self.rho)
-        delta = self.acc_delta.add(self.eps).sqrt_().div_(self.square_avg.add(self.eps).sqrt_()).mul_(g)
-        self.acc_delta.mul_(self.rho).addcmul_(delta, delta, value=1 - self.rho)
-        self.param.add_(delta, alpha=-self.lr)
-
-    def launch(self) -> None:
-        from rnnmt.recurrence.kernels import triton_update
-
-        triton_update.adadelta_update(self)
-
-
-@stage("sgd_update")
-class SGDUpdate(Stage):
-    """The clipped gradient g, then plain SGD: param ← param − lr·g."""
-
-    param: Tensor
-    grad: Tensor
-    norm: Tensor
-    lr: float
-    max_norm: float
-
-    def reference(self) -> None:
-        self.param.add_(_clipped(self.param, self.grad, self.norm, self.max_norm), alpha=-self.lr)
-
-    def launch(self) -> None:
-        from rnnmt.recurrence.kernels import triton_update
-
-        triton_update.sgd_update(self)

@@ -1,0 +1,198 @@
+"""The update after the backward pass: the gradients clipped, then the optimiser's step, and which form runs it.
+
+torch's form (`TorchStep`) is the home: optim.clip_gradients, then the step of the optimiser that
+optim.build_optimizer built, whatever a researcher changed there. The `kernels` recurrence's `KernelStep` does both
+in one pass per parameter (one Triton kernel each on a GPU, where the two take about eleven) for Adadelta and SGD,
+from their `lr`, `rho` and `eps` alone: a second form, which an edit of the optimiser (momentum, weight decay,
+another rule) does not reach. So before a run relies on it, `choose` runs two updates of both from the same
+gradients on a small float64 model of the run's architecture, the first clipped and the second not, and compares
+the parameters and the optimiser's state; where they differ, or the optimiser has no kernel form, the run takes
+torch's step, with one log line, and meta.json says so (`settings.update`). Where the Triton kernels run, the
+step's stage is also checked against its torch reference on the device (selfcheck.update_stage_differences).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from rnnmt.models.build import build_model
+from rnnmt.recurrence.kernels import stages
+from rnnmt.train import kernel_stages, optim, selfcheck
+from rnnmt.train.device_choices import Choice
+
+# The optimisers KernelStep has a form of, and the stage that runs each.
+KERNEL_FORMS: dict[type[torch.optim.Optimizer], str] = {torch.optim.Adadelta: "adadelta_update", torch.optim.SGD: "sgd_update"}
+
+# The kernel step's parameters and state may differ from torch's by this share of their norms: float64 sums in
+# another order differ by ~1e-15; a step that leaves out a momentum or a weight decay, by orders of magnitude more.
+STEP_TOLERANCE = 1e-10
+
+# Updates the start-of-run check runs: a momentum or a bias correction shows only from the second on.
+UPDATES_CHECKED = 2
+
+
+def norm_parameters(model: nn.Module, clip_embeddings: bool) -> list[nn.Parameter]:
+    """The parameters whose gradients the clipping norm is taken over: all, or (Luong, "for historical reason",
+    §4.5) all but the embeddings; every gradient is rescaled either way."""
+    return [p for name, p in model.named_parameters() if clip_embeddings or ".embed." not in name]
+
+
+class TorchStep:
+    """optim.clip_gradients, then the optimiser's own step (the home)."""
+
+    name = "torch"
+
+    def __init__(self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], norm_params: list[nn.Parameter], max_norm: float, on_device: bool) -> None:
+        self.optimizer, self.params, self.norm_params, self.max_norm, self.on_device = optimizer, params, norm_params, max_norm, on_device
+
+    def __call__(self) -> Tensor:
+        """Clip and step; returns the gradients' norm before clipping."""
+        norm = optim.clip_gradients(self.params, self.max_norm, self.norm_params, on_device=self.on_device)
+        self.optimizer.step()
+        return norm
+
+
+class KernelStep:
+    """The clipping and an Adadelta or SGD step in one stage per parameter (kernel_stages.py); the optimiser's state
+    stays torch's, so that a checkpoint resumes either way."""
+
+    name = "kernels"
+
+    def __init__(self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], norm_params: list[nn.Parameter], max_norm: float, on_device: bool) -> None:
+        if type(optimizer) not in KERNEL_FORMS:
+            raise ValueError(no_kernel_form(optimizer))
+        self.optimizer, self.norm_params, self.max_norm = optimizer, norm_params, max_norm
+
+    def __call__(self) -> Tensor:
+        """Clip and step; returns the gradients' norm before clipping."""
+        norm = optim.global_norm([p.grad for p in self.norm_params if p.grad is not None])
+        for group in self.optimizer.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self._stage(group, p, norm).run()
+        return norm
+
+    def _stage(self, group: dict[str, Any], p: nn.Parameter, norm: Tensor) -> stages.Stage:
+        """The stage that clips and steps `p`."""
+        clipping = {"param": p.detach(), "grad": p.grad, "norm": norm, "lr": group["lr"], "max_norm": self.max_norm}
+        if isinstance(self.optimizer, torch.optim.SGD):
+            return kernel_stages.SGDUpdate(**clipping)
+        state = self.optimizer.state[p]
+        if not state:  # torch.optim.Adadelta's lazy initialisation
+            state.update(step=torch.zeros(()), square_avg=torch.zeros_like(p), acc_delta=torch.zeros_like(p))
+        state["step"] += 1
+        return kernel_stages.AdadeltaUpdate(**clipping, square_avg=state["square_avg"], acc_delta=state["acc_delta"], rho=group["rho"], eps=group["eps"])
+
+
+Step = Callable[[], Tensor]
+STEPS: dict[str, type[TorchStep] | type[KernelStep]] = {"torch": TorchStep, "kernels": KernelStep}
+
+
+def no_kernel_form(optimizer: torch.optim.Optimizer) -> str:
+    return f"the optimiser is {type(optimizer).__name__}; the kernel step has a form of {' and '.join(cls.__name__ for cls in KERNEL_FORMS)} only"
+
+
+@dataclass(frozen=True)
+class StepCheck:
+    """The kernel step beside torch's after UPDATES_CHECKED updates: each difference as (what, share of its norm)."""
+
+    differences: list[tuple[str, float]]
+    seconds: float
+
+    @property
+    def passed(self) -> bool:
+        return all(share <= STEP_TOLERANCE for _, share in self.differences)
+
+    def reason(self) -> str:
+        """What differs most, in one line."""
+        failing = [item for item in self.differences if item[1] > STEP_TOLERANCE]
+        what, share = max(failing, key=lambda item: item[1])
+        more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
+        return f"{what} differs from torch's step (clip_gradients, then the optimiser build_optimizer built) by {share:.2e} of its norm{more}, where {STEP_TOLERANCE:.0e} is allowed"
+
+
+def _share(value: Tensor, reference: Tensor) -> float:
+    scale = float(reference.double().norm())
+    difference = float((value.double() - reference.double()).norm())
+    return difference / scale if scale > 0 else difference
+
+
+def _state_differences(name: str, ours: dict[str, Any], theirs: dict[str, Any]) -> list[tuple[str, float]]:
+    """The kernel step's optimiser state of one parameter against torch's, key by key (a key one side lacks differs wholly)."""
+    found = []
+    for key in sorted(set(ours) | set(theirs)):
+        if key not in ours or key not in theirs:
+            found.append((f"the optimiser's state {key!r} of {name}", float("inf")))
+        elif isinstance(theirs[key], Tensor):
+            found.append((f"the optimiser's state {key!r} of {name}", _share(torch.as_tensor(ours[key]), theirs[key])))
+    return found
+
+
+def step_differences(model_cfg: dict[str, Any], train_cfg: dict[str, Any], vocab: int = 24, seed: int = 0) -> StepCheck:
+    """UPDATES_CHECKED updates of a small float64 model of `model_cfg`'s architecture by the kernel step (its stages'
+    torch references) and by torch's step, both with the optimiser optim.build_optimizer builds from `train_cfg`,
+    from the same random gradients (the first update's norm twice the clipping threshold, the second's half)."""
+    start = time.perf_counter()
+    cfg = {**selfcheck.small(model_cfg), "dropout": 0.0}
+    with torch.random.fork_rng(devices=[]), stages.implementation("reference"):
+        torch.manual_seed(seed)
+        models = [build_model(cfg, vocab, vocab).double() for _ in STEPS]
+        models[1].load_state_dict(models[0].state_dict())
+        steps, optimizers = [], []
+        for model, form in zip(models, STEPS.values()):
+            params = list(model.parameters())
+            optimizers.append(optim.build_optimizer(params, train_cfg["optimizer"]))
+            steps.append(form(optimizers[-1], params, norm_parameters(model, train_cfg["clip_embeddings"]), train_cfg["clip_norm"], False))
+        measured = {id(p) for p in norm_parameters(models[0], train_cfg["clip_embeddings"])}
+        for scale in (2.0, 0.5)[:UPDATES_CHECKED]:
+            grads = [torch.randn_like(p) for p in models[0].parameters()]
+            norm = float(optim.global_norm([g for g, p in zip(grads, models[0].parameters()) if id(p) in measured]))
+            for model, step in zip(models, steps):
+                for p, g in zip(model.parameters(), grads):
+                    p.grad = g * (scale * train_cfg["clip_norm"] / norm)
+                step()
+    (torch_model, kernel_model), (torch_optimizer, kernel_optimizer) = models, optimizers
+    differences = []
+    for (name, ours), theirs in zip(kernel_model.named_parameters(), torch_model.parameters()):
+        differences.append((f"the parameter {name}", _share(ours.detach(), theirs.detach())))
+        differences += _state_differences(name, kernel_optimizer.state[ours], torch_optimizer.state[theirs])
+    return StepCheck(differences, time.perf_counter() - start)
+
+
+def _problem(model_cfg: dict[str, Any], train_cfg: dict[str, Any], optimizer: torch.optim.Optimizer, device: torch.device) -> str | None:
+    """Why the kernel step cannot stand in for torch's in this run, in words; None where it passes every check."""
+    if type(optimizer) not in KERNEL_FORMS:
+        return no_kernel_form(optimizer)
+    try:
+        check = step_differences(model_cfg, train_cfg)
+    except Exception as error:  # noqa: BLE001 (an edited optimiser that the kernel step cannot follow: it falls back)
+        return selfcheck.failure(error)
+    if not check.passed:
+        return check.reason()
+    if stages.runs_triton(device):
+        stage = selfcheck.update_stage_differences(device)[KERNEL_FORMS[type(optimizer)]]
+        if not stage.passed:
+            return f"its Triton stage failed its check on {device} ({stage.reason()})"
+    return None
+
+
+def choose(
+    asked: str, model_cfg: dict[str, Any], train_cfg: dict[str, Any], optimizer: torch.optim.Optimizer, device: torch.device
+) -> tuple[Choice, str | None]:
+    """The form of the update step: the kernel step where the recurrence asked for is `kernels` and it passes its
+    checks, else torch's; with the log line that says why the kernel step was left, if it was."""
+    if asked != "kernels":
+        return Choice("torch", f"the recurrence asked for is {asked} (the kernel step comes with kernels)"), None
+    start = time.perf_counter()
+    problem = _problem(model_cfg, train_cfg, optimizer, device)
+    seconds = f"in {time.perf_counter() - start:.2f} s"
+    if problem is None:
+        how = f"checked against torch's step over {UPDATES_CHECKED} updates" + (f" and its Triton stage on {device}" if stages.runs_triton(device) else "")
+        return Choice("kernels", f"the recurrence's: one stage per parameter; {how} {seconds}"), None
+    return Choice("torch", f"kernels left behind: {problem}; checked {seconds}"), f"update kernels: {problem}; this run updates with torch's step"
