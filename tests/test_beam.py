@@ -8,8 +8,8 @@ import torch
 from rnnmt.decode.beam import _search, beam_search
 from rnnmt.decode.settings import DecodeSettings
 from rnnmt.models.build import build_model
+from rnnmt.models.source import SourceFormat, pad
 from rnnmt.text.vocab import Vocab
-from rnnmt.train.batching import SourceFormat, pad
 
 from conftest import tiny_luong_config, tiny_model_config
 

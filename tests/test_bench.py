@@ -14,6 +14,7 @@ from rnnmt import bench
 from rnnmt.bench import synthetic_data
 from rnnmt.cli import main
 from rnnmt.errors import UserError
+from rnnmt.train.setup import Setup
 
 ROOT = Path(__file__).resolve().parents[1]
 LENGTHS = {"src_median": 22, "tgt_median": 24, "sigma": 0.55, "correlation": 0.92}
@@ -108,7 +109,7 @@ def test_paper_shape_bench_counts_the_kernels_a_graph_would_capture(tiny_paper_c
 def test_projected_hours_add_the_capture_cost_of_every_possible_shape(tiny_paper_config, tmp_path, monkeypatch):
     """With graph cuda the window's first pass captures; its extra time per shape, times the shapes a run can
     meet, joins the steady rate's hours (a stand-in reports three captures: no GPU here)."""
-    monkeypatch.setattr(bench, "_captured", lambda trainer: 3)
+    monkeypatch.setattr(Setup, "captured_shapes", lambda self: 3)
     out = tmp_path / "bench.json"
     main(
         [

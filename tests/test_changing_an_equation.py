@@ -17,8 +17,8 @@ import torch
 from rnnmt import config as rnnmt_config
 from rnnmt.models import attention, decoders, gru
 from rnnmt.models.loops import Paths
+from rnnmt.models.source import SourceFormat
 from rnnmt.train import selfcheck
-from rnnmt.train.batching import SourceFormat
 
 from conftest import tiny_luong_config
 from test_graphs import SYSTEMS, make_trainer

@@ -110,7 +110,7 @@ LSTM_UNDER_AUTOCAST = """
 import torch
 from conftest import tiny_luong_config
 from rnnmt.models.build import build_model
-from rnnmt.train.batching import SourceFormat
+from rnnmt.models.source import SourceFormat
 cfg = tiny_luong_config(feed_input=False)
 model = build_model(cfg, 20, 22)  # plain: torch's LSTM for the encoder too
 src, mask = SourceFormat.of(cfg).batch([torch.tensor([5, 6, 7, 8]), torch.tensor([9, 10])])

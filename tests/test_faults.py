@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from rnnmt.metrics_file import read_metrics
 from rnnmt.models.artifact import load_model
-from rnnmt.train.metrics import read_metrics
 
 from conftest import tiny_system
 

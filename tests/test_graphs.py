@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from rnnmt.errors import UserError
+from rnnmt.models.source import pad
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
-from rnnmt.train.batching import BatchStream, pad
+from rnnmt.train.batching import BatchStream
 from rnnmt.train.loop import Trainer
 
 from conftest import tiny_luong_config, tiny_model_config, tiny_system

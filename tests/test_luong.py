@@ -11,7 +11,7 @@ import torch
 from rnnmt.models.attention import LuongAttention
 from rnnmt.models.build import build_model
 from rnnmt.models.encoders import Encoded
-from rnnmt.train.batching import SourceFormat
+from rnnmt.models.source import SourceFormat
 
 from conftest import tiny_luong_config
 

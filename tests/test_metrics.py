@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from rnnmt.metrics_file import FILE, WindowMean, read_metrics
 from rnnmt.train.loop import TrainingInterrupted
-from rnnmt.train.metrics import EVENTS, FILE, WindowMean, read_metrics
+from rnnmt.train.metrics import EVENTS
 
 from test_training import make_trainer, record_progress, stop_signal_handlers  # noqa: F401 (a fixture)
 

@@ -11,13 +11,13 @@ from torch.autograd import gradcheck
 
 from rnnmt.models import padding
 from rnnmt.models.build import build_model
+from rnnmt.models.source import SourceFormat
 from rnnmt.recurrence import forms
 from rnnmt.recurrence.fused import AttentiveGRULoop, FeedTensors, GRUScan, LuongFeedLoop
 from rnnmt.runtime import cpu_has_bfloat16
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train import nll
-from rnnmt.train.batching import SourceFormat
 from rnnmt.train.loop import Trainer
 from rnnmt.train.nll import OutputNLL, Workspace, output_nll
 

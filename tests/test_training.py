@@ -16,10 +16,11 @@ import pytest
 import torch
 
 from rnnmt.errors import UserError
+from rnnmt.models.source import SourceFormat
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train import checkpoint
-from rnnmt.train.batching import BatchStream, SourceFormat, length_filter
+from rnnmt.train.batching import BatchStream, length_filter
 from rnnmt.train.loop import Trainer, TrainingInterrupted, _loss
 from rnnmt.train.optim import build_optimizer, clip_gradients, learning_rate
 from rnnmt.train.stop import STOP_SIGNALS, StopFlag, job_deadline
@@ -466,8 +467,9 @@ def test_an_unknown_host_memory_policy_is_a_clear_error(tiny_corpus, tmp_path):
 def test_trainer_measures_the_norm_without_embeddings(tiny_corpus, tmp_path):
     trainer = make_trainer(tiny_corpus, tmp_path, clip_embeddings=False)
     names = {id(p): n for n, p in trainer.model.named_parameters()}
-    assert all(".embed." not in names[id(p)] for p in trainer.norm_params)
-    assert len(trainer.norm_params) < len(trainer.params)
+    measured = trainer.setup.update_step.norm_params
+    assert all(".embed." not in names[id(p)] for p in measured)
+    assert len(measured) < len(list(trainer.model.parameters()))
 
 
 def test_sentence_mean_loss_is_the_sum_over_the_batch_size(tiny_corpus):

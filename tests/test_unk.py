@@ -15,8 +15,8 @@ from rnnmt.decode.settings import DecodeSettings
 from rnnmt.decode.unk import UnkReplacer, learn_dictionary, load_dictionary, write_dictionary
 from rnnmt.models.artifact import save_model
 from rnnmt.models.build import build_model
+from rnnmt.models.source import SourceFormat
 from rnnmt.text.vocab import Vocab, build_shortlist
-from rnnmt.train.batching import SourceFormat
 
 from conftest import tiny_luong_config, tiny_model_config
 

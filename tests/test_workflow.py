@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rnnmt.data import sources
-from rnnmt.train.metrics import read_metrics
+from rnnmt.metrics_file import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]

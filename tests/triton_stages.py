@@ -70,9 +70,12 @@ def at_size(model: dict[str, Any], size: str) -> tuple[dict[str, Any], dict[str,
 def differences(device: torch.device, precision: str, size: str) -> dict[str, Any]:
     """Per stage, the worst difference over all systems as a share of its tolerance, or its error."""
     worst: dict[str, Any] = {}
+    checks = [("the optimisers' steps", selfcheck.update_stage_differences(device))]
     for name, model in SYSTEMS.items():
         cfg, shape = at_size(model, size)
-        for stage, check in selfcheck.stage_differences(cfg, device, precision, vocab=64, **shape).items():
+        checks.append((name, selfcheck.stage_differences(cfg, device, precision, vocab=64, **shape)))
+    for name, found in checks:
+        for stage, check in found.items():
             if check.error is not None:
                 worst[stage] = f"{name}: {check.reason()}"
             elif not isinstance(worst.get(stage), str):

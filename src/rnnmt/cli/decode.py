@@ -29,6 +29,7 @@ def args_translate(p: argparse.ArgumentParser) -> None:
 
 def run_translate(a: argparse.Namespace) -> None:
     from rnnmt.decode.translate import translate_file
+    from rnnmt.train.selfcheck import checked_loops
 
     translate_file(
         a.model,
@@ -44,6 +45,7 @@ def run_translate(a: argparse.Namespace) -> None:
         batch_size=a.batch_size,
         device=a.device,
         gpu_lock_dir=a.gpu_lock_dir,
+        loops=checked_loops,
     )
 
 
@@ -96,6 +98,7 @@ def args_align(p: argparse.ArgumentParser) -> None:
 
 def run_align(a: argparse.Namespace) -> None:
     from rnnmt.evaluate.alignments import align_samples
+    from rnnmt.train.selfcheck import checked_loops
 
     align_samples(
         a.model,
@@ -110,6 +113,7 @@ def run_align(a: argparse.Namespace) -> None:
         settings=decode_settings(a),
         device=a.device,
         gpu_lock_dir=a.gpu_lock_dir,
+        loops=checked_loops,
     )
 
 

@@ -19,10 +19,9 @@ import torch
 from torch import Tensor
 
 from rnnmt.errors import UserError
-from rnnmt.models.artifact import TrainedModel, load_model
+from rnnmt.models.artifact import LoopsOf, TrainedModel, load_model
 from rnnmt.models.build import Seq2Seq
-from rnnmt.train.batching import SourceFormat
-from rnnmt.train.selfcheck import checked_loops
+from rnnmt.models.source import SourceFormat
 
 AVERAGES: dict[str, Callable[[Tensor], Tensor]] = {
     "logits": lambda logits: torch.log_softmax(logits.mean(dim=0), dim=-1),
@@ -69,9 +68,10 @@ def _check_compatible(paths: Sequence[Path], models: Sequence[TrainedModel]) -> 
             raise UserError(f"{path} cannot join an ensemble with {paths[0]}: members need the same pair, vocabularies, BPE and source layout (EOS, reversal).")
 
 
-def load_ensemble(paths: Sequence[Path], device: torch.device, average: str) -> TrainedModel:
-    """One model as it is, or several as an ensemble (averaging `average`) that presents itself as one trained model."""
-    models = [load_model(path, device, checked_loops) for path in paths]
+def load_ensemble(paths: Sequence[Path], device: torch.device, average: str, loops: LoopsOf) -> TrainedModel:
+    """One model as it is, or several as an ensemble (averaging `average`) that presents itself as one trained model;
+    each runs its loops as `loops` of its model config says."""
+    models = [load_model(path, device, loops) for path in paths]
     if len(models) == 1:
         return models[0]
     _check_compatible(paths, models)

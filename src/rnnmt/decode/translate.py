@@ -14,11 +14,11 @@ from rnnmt.decode.ensemble import load_ensemble
 from rnnmt.decode.settings import DecodeSettings
 from rnnmt.decode.unk import UnkReplacer, load_dictionary, replace_unknowns
 from rnnmt.fileio import read_ids, read_lines, stdin_lines, write_lines, write_stdout_lines
-from rnnmt.models.artifact import TrainedModel, load_model
+from rnnmt.models.artifact import LoopsOf, TrainedModel, load_model
+from rnnmt.models.source import SourceFormat
 from rnnmt.runtime import log, pick_device
 from rnnmt.text.bpe import BpeSegmenter, units
 from rnnmt.text.tokenize import detokenize_lines, tokenize_lines
-from rnnmt.train.batching import SourceFormat
 
 
 def source_ids(tm: TrainedModel, line: str) -> torch.Tensor:
@@ -85,11 +85,12 @@ def translate_file(
     batch_size: int,
     device: str,
     gpu_lock_dir: Path | None,
+    loops: LoopsOf,
 ) -> None:
     """`rnnmt translate`: one model or an ensemble, a file or stdin to a file or stdout, optionally only
-    some `lines`; `raw` text is tokenized first and detokenized after."""
+    some `lines`; `raw` text is tokenized first and detokenized after. The models run their loops as `loops` says."""
     run_on = pick_device(device, gpu_lock_dir)
-    tm = load_ensemble(models, run_on, settings.ensemble)
+    tm = load_ensemble(models, run_on, settings.ensemble, loops)
     text = read_lines(source) if source else stdin_lines()
     if lines:
         text = [text[i] for i in read_ids(lines, len(text))]

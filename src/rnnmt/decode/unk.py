@@ -13,9 +13,9 @@ from rnnmt.errors import UserError
 from rnnmt.fileio import iter_lines, read_lines, write_lines
 from rnnmt.models.artifact import TrainedModel
 from rnnmt.models.build import model_settings
+from rnnmt.models.source import SourceFormat
 from rnnmt.text.bpe import BpeSegmenter, units
 from rnnmt.text.vocab import Vocab
-from rnnmt.train.batching import SourceFormat
 
 
 def nounk_subset(

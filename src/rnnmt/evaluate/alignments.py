@@ -12,12 +12,11 @@ from rnnmt.decode.settings import DecodeSettings
 from rnnmt.decode.translate import translate_lines
 from rnnmt.errors import UserError
 from rnnmt.fileio import read_ids, read_lines, write_json
-from rnnmt.models.artifact import TrainedModel, load_model
+from rnnmt.models.artifact import LoopsOf, TrainedModel, load_model
+from rnnmt.models.source import SourceFormat, pad
 from rnnmt.runtime import log, pick_device
 from rnnmt.text.bpe import units
 from rnnmt.text.tokenize import detokenize_lines, tokenize_lines
-from rnnmt.train.batching import SourceFormat, pad
-from rnnmt.train.selfcheck import checked_loops
 
 EOS_LABEL = "<end>"  # as on the axes of the paper's Figure 3
 
@@ -66,11 +65,12 @@ def align_samples(
     settings: DecodeSettings,
     device: str,
     gpu_lock_dir: Path | None,
+    loops: LoopsOf,
 ) -> None:
     """`rnnmt align`: the `fixed` raw sentences first, then `samples` random No-UNK test sentences of the
-    given length; writes one panel per sentence."""
+    given length; writes one panel per sentence. The model runs its loops as `loops` says."""
     run_on = pick_device(device, gpu_lock_dir)
-    tm = load_model(model, run_on, checked_loops)
+    tm = load_model(model, run_on, loops)
     if tm.system["model"]["attention"] == "none":
         raise UserError(f"{model} is an encoder-decoder without attention; an alignment figure needs an attention model.")
     lines = read_lines(test_src)

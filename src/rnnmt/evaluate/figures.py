@@ -66,7 +66,7 @@ def draw_heldout_cost(spec: dict[str, Any], out: Path) -> None:
 def training_points(meta: Path, heldout: str) -> dict[str, list[dict[str, float]]]:
     """From the metrics.jsonl beside `meta`: the training NLL per target token of each log window (at its last
     update) and the `heldout` set's NLL per target token (log perplexity) at each validation."""
-    from rnnmt.train.metrics import FILE, WindowMean, read_metrics
+    from rnnmt.metrics_file import FILE, WindowMean, read_metrics
 
     path = meta.parent / FILE
     if not path.is_file():

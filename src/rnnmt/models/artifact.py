@@ -17,6 +17,9 @@ from rnnmt.models.loops import PLAIN, Loops
 from rnnmt.text.bpe import BpeSegmenter
 from rnnmt.text.vocab import Vocab
 
+# The loops a model of a given model config runs by (translation: the checked fast form, train/selfcheck.checked_loops).
+LoopsOf = Callable[[dict[str, Any]], Loops | Mapping[str, Loops]]
+
 # 2: loaded with weights_only and checked against the SHA-256 recorded inside (tensorfile.py).
 FORMAT = "rnnmt-model/2"
 
@@ -61,7 +64,7 @@ def save_model(path: Path, model: Seq2Seq, system: dict[str, Any], src_vocab: Vo
     tensorfile.save(path, FORMAT, state)
 
 
-def load_model(path: Path, device: torch.device, loops: Callable[[dict[str, Any]], Loops | Mapping[str, Loops]] = lambda cfg: PLAIN) -> TrainedModel:
+def load_model(path: Path, device: torch.device, loops: LoopsOf = lambda cfg: PLAIN) -> TrainedModel:
     """Read a model file written by `save_model`; anything else (foreign, unsafe, damaged) is a clear error. The
     model runs its loops as `loops(its model config)` says (translation: train/selfcheck.checked_loops)."""
     try:

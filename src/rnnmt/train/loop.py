@@ -10,28 +10,22 @@ from typing import Any, NamedTuple
 
 import torch
 from torch import nn
-from torch.nn.parallel import DistributedDataParallel
 
 from rnnmt import runtime
 from rnnmt.errors import UserError
-from rnnmt.models.build import Seq2Seq, build_model, count_parameters
-from rnnmt.recurrence import forms
+from rnnmt.models.build import Seq2Seq, count_parameters
+from rnnmt.models.source import SourceFormat
 from rnnmt.runtime import format_duration, keep_freed_memory, log
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
-from rnnmt.train import checkpoint, determinism, device_choices, distributed, optim, update
-from rnnmt.train.batching import Batch, BatchStream, SourceFormat, eval_batches, round_up
+from rnnmt.train import checkpoint, distributed, setup
+from rnnmt.train.batching import Batch, BatchStream, eval_batches
 from rnnmt.train.defaults import TRAIN_DEFAULTS
 from rnnmt.train.distributed import World
-from rnnmt.train.graphs import StaticUpdate
 from rnnmt.train.metrics import MetricsLog
 from rnnmt.train.nll import SentenceNLL
 from rnnmt.train.optim import learning_rate
 from rnnmt.train.stop import StopFlag
-
-# train.precision (as device_choices resolves it): the dtype matrix products run in during training
-# (autocast); weights, optimiser state, softmax, loss and gradient clipping stay float32 either way.
-AUTOCAST = {"float32": None, "bfloat16": torch.bfloat16}
 
 # train.host_memory: whether the process keeps freed host memory for reuse (runtime.keep_freed_memory) or
 # lets the C library return it to the kernel (its default).
@@ -131,36 +125,12 @@ class Trainer:
         self.log = log if world.main else (lambda message: None)
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.data_sha256 = data_sha256
-        self.choices = device_choices.choose(self.cfg, device, world.size)
-        determinism.apply(self.choices["deterministic"].value == "on", device)
-        asked = self.choices["recurrence"].value
-        self.choices["recurrence"], self.paths, failure = device_choices.verified_recurrence(
-            self.choices["recurrence"], system["model"], device, self.choices["precision"].value
-        )
-        if failure:
-            self.log(failure)
-        # Updates at static shapes never run torch's LSTM over packed sequences, whose lengths the host reads (graphs.py).
-        loops = forms.part_loops(self.paths, packed=self.choices["graph"].value == "none")
-        torch.manual_seed(system["seed"])
-        self.model = build_model(system["model"], len(src_vocab), len(tgt_vocab), loops).to(device)
-        self.autocast_dtype = AUTOCAST[self.choices["precision"].value]
-        # sync logging: gradient clipping decides on the device, and the host reads it only at log points.
-        self.clip_on_device = self.choices["sync"].value == "logging"
         if self.cfg["host_memory"] not in HOST_MEMORY:
             raise UserError(f"train.host_memory is {self.cfg['host_memory']!r}; expected one of {', '.join(HOST_MEMORY)}.")
         HOST_MEMORY[self.cfg["host_memory"]]()
-        self.params = list(self.model.parameters())
-        distributed.start(world, device, self.cfg["batch_size"])
-        # DDP averages the processes' gradients during backward (see distributed.py for the loss scaling).
-        objective = SentenceNLL(self.model, self.paths.output)
-        self.objective = DistributedDataParallel(objective) if world.parallel else objective
-        self.norm_params = update.norm_parameters(self.model, self.cfg["clip_embeddings"])
-        self.optimizer = optim.build_optimizer(self.params, self.cfg["optimizer"])
-        self.choices["update"], failure = update.choose(asked, system["model"], self.cfg, self.optimizer, device)
-        if failure:
-            self.log(failure)
-        self.update_step = update.STEPS[self.choices["update"].value](self.optimizer, self.params, self.norm_params, self.cfg["clip_norm"], self.clip_on_device)
-        self.static = self._static_update(len(tgt_vocab))
+        self.setup = setup.build(system, self.cfg, (len(src_vocab), len(tgt_vocab)), device, world, self.log)
+        self.choices, self.paths, self.model, self.optimizer = self.setup.choices, self.setup.paths, self.setup.model, self.setup.optimizer
+        self.static = self.setup.static
         self.source = SourceFormat.of(system["model"])
         self.stream = BatchStream(
             train_data,
@@ -182,24 +152,6 @@ class Trainer:
         self.best_weights: dict[str, torch.Tensor] | None = None
         self.stop = stop if stop is not None else StopFlag()
         self.metrics = MetricsLog(out_dir, self.cfg["clip_norm"], write=world.main)
-
-    def _static_update(self, tgt_vocab: int) -> StaticUpdate | None:
-        """train.graph's update at static shapes (graphs.py), or None for the default."""
-        graph, pad_to = self.choices["graph"].value, self.cfg["pad_to"]
-        if graph == "none":
-            return None
-        if self.world.parallel:
-            raise UserError(f"train.graph is {graph!r}, but training runs in {self.world.size} processes; expected graph: none for data-parallel training.")
-        if graph == "cuda":
-            if self.device.type != "cuda":
-                raise UserError(f"train.graph is 'cuda', but training runs on {self.device}; expected a CUDA device (or graph: static or none).")
-            if self.cfg["max_len"] is None:
-                raise UserError("train.graph is 'cuda', but train.max_len is not set; expected a maximum length, which bounds the shapes to capture.")
-            # Every captured graph reads and writes the softmax buffer at one address: allocated for the widest batch.
-            width = round_up(self.cfg["max_len"] + 1, pad_to)
-            if self.objective.workspace is not None:  # the plain recurrence's NLL keeps no workspace
-                self.objective.workspace.reserve(self.cfg["batch_size"] * width, tgt_vocab, self.autocast_dtype or torch.float32, self.device)
-        return StaticUpdate(self.objective, self.params, self.autocast_dtype, capture=graph == "cuda")
 
     def resume(self) -> None:
         """Continue from a matching checkpoint, if any."""
@@ -235,11 +187,12 @@ class Trainer:
         if self.static is not None:
             per_sentence = self.static(batch.to(self.device), 1 / _loss_divisor(batch, self.cfg["loss"]))
         else:
-            with torch.autocast(self.device.type, dtype=self.autocast_dtype or torch.float32, enabled=self.autocast_dtype is not None):
-                per_sentence = sentence_nll(self.objective, distributed.shard(batch, self.world).to(self.device))
+            autocast_dtype = self.setup.autocast_dtype
+            with torch.autocast(self.device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
+                per_sentence = sentence_nll(self.setup.objective, distributed.shard(batch, self.world).to(self.device))
             self.optimizer.zero_grad(set_to_none=True)
             (_loss(per_sentence, batch, self.cfg["loss"]) * self.world.size).backward()
-        norm = self.update_step()
+        norm = self.setup.update_step()
         return Step(per_sentence.detach().sum().double(), len(batch.indices), batch.target_tokens, norm)  # summed as the host would
 
     def synchronize(self) -> None:

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rnnmt.fileio import atomic_path
+from rnnmt.metrics_file import FILE, WindowMean, read_metrics
 
 if TYPE_CHECKING:
     import torch
 
-FILE = "metrics.jsonl"
 EVENTS = "tensorboard"
 
 
@@ -41,35 +41,8 @@ class _Pending:
     norm: torch.Tensor
 
 
-class WindowMean:
-    """The training NLL per target token of each log window (the updates since the previous log point), from rows."""
-
-    def __init__(self) -> None:
-        self.summed, self.tokens = 0.0, 0
-
-    def add(self, row: dict[str, Any]) -> float | None:
-        """Take one row; at a log point's row (the one with the clock) return its window's mean."""
-        self.summed += row["train_nll_per_token"] * row["target_tokens"]
-        self.tokens += row["target_tokens"]
-        if "wall_time_s" not in row:
-            return None
-        mean, self.summed, self.tokens = self.summed / self.tokens, 0.0, 0
-        return mean
-
-
 # What TensorBoard shows of a log point's row (the window's NLL replaces the update's).
 LOGGED = ("lr", "grad_norm", "target_tokens_per_s", "epoch")
-
-
-def read_metrics(path: Path) -> list[dict[str, Any]]:
-    """The rows of a metrics file; a last line cut short by a kill is left out."""
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
-    return rows
 
 
 def _tensorboard(folder: Path, resume_at: int) -> Any:

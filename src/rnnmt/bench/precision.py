@@ -18,10 +18,11 @@ import torch
 from rnnmt.errors import UserError
 from rnnmt.evaluate.plots import plot_learning_curves
 from rnnmt.evaluate.tables import write_table
+from rnnmt.metrics_file import FILE, read_metrics
 from rnnmt.runtime import log
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
-from rnnmt.train.metrics import FILE, read_metrics
+from rnnmt.train.loop import Trainer
 
 PRECISIONS = ("float32", "bfloat16")
 HELDOUT = "dev"
@@ -51,8 +52,6 @@ def compare(
 ) -> dict[str, Any]:
     """Train `system` for `updates` updates in each precision under out_dir/<precision>/, validating every `valid_every`;
     write out_dir/precision.{csv,md,png}; return the curves and the largest gap after `settle` updates."""
-    from rnnmt.train.loop import Trainer
-
     if updates < valid_every:
         raise UserError(f"--steps {updates} is below the validation interval {valid_every}; expected at least one validation.")
     curves = {}

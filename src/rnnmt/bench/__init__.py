@@ -49,7 +49,7 @@ def kernels_per_update(trainer: Any, update: int) -> dict[str, int]:
     from rnnmt.train.graphs import CAPTURED_REGION
 
     batch = trainer.stream.batch(update)  # made on the host beforehand, as a data loader would: no launches
-    workspace, static = trainer.objective.workspace, trainer.static
+    workspace, static = trainer.setup.workspace, trainer.setup.static
     blocked = workspace is not None and workspace.blocked
     if workspace is not None:  # the plain recurrence's NLL keeps none
         workspace.blocked = False
@@ -215,7 +215,7 @@ def bench_train(
         median = sorted(window, key=lambda u: sizes[u].tgt.numel())[len(window) // 2]
         if timed:
             first = _timed(trainer, window, device)  # every shape of the window is met (and, with graph cuda, captured) here
-            shapes = _captured(trainer)
+            shapes = trainer.setup.captured_shapes()
             steady = _timed(trainer, window, device)  # the same batches again: what the rest of a run sees
         counted = kernels_per_update(trainer, median)  # at the window's median batch: kernels grow with its widths
     result = {
@@ -228,7 +228,7 @@ def bench_train(
         "kernels_per_update": counted["kernels"],
         "kernels_in_graph": counted["in_graph"],
         "kernels_counted_at_width": counted["width"],
-        **{key: choice.value for key, choice in trainer.choices.items()},
+        **{key: choice.value for key, choice in trainer.setup.choices.items()},
     }
     if budget is not None:
         result["paper_budget_updates"] = budget
@@ -269,8 +269,9 @@ def bench_batches(device: torch.device, *, paper_shape: str, config: Path, pairs
     lengths: the binarized file `data_path` (read as training reads it, memory-mapped; `bench corpus` writes one), else
     `pairs` random pairs made here (default: its paper training set, `bench.paper_pairs`); and the memory the corpus
     and the batching hold. Nothing runs on `device`: a data loader's work happens on the host."""
+    from rnnmt.models.source import SourceFormat
     from rnnmt.text.binarize import ParallelData
-    from rnnmt.train.batching import BatchStream, SourceFormat
+    from rnnmt.train.batching import BatchStream
     from rnnmt.train.defaults import TRAIN_DEFAULTS
 
     start = _resident_mb()
@@ -361,8 +362,8 @@ def bench_precision(
     overrides: dict[str, str],
 ) -> dict[str, Any]:
     """System `paper_shape` at its paper settings (or the system at `system_path`) trained on the given data in float32
-    and in bfloat16 (evaluate/precisions.py): the dev-NLL curves, their table and figure under `out_dir`."""
-    from rnnmt.evaluate import precisions
+    and in bfloat16 (bench/precision.py): the dev-NLL curves, their table and figure under `out_dir`."""
+    from rnnmt.bench import precision
     from rnnmt.text.binarize import ParallelData
     from rnnmt.text.vocab import Vocab
     from rnnmt.train.run import load_data, read_system
@@ -371,7 +372,7 @@ def bench_precision(
     system = {**system, "train": {**system["train"], **overrides}}
     source, target = Vocab.load(src_vocab), Vocab.load(tgt_vocab)
     data: ParallelData = load_data(data_path, source, target)
-    return precisions.compare(
+    return precision.compare(
         device,
         system=system,
         data=data,
@@ -450,7 +451,7 @@ def _shared_gpu_worker(device: str, config: Path, name: str, steps: int, seconds
                 "updates": updates,
                 "target_tokens": tokens,
                 "seconds": time.perf_counter() - start,
-                "settings": {key: c.value for key, c in trainer.choices.items()},
+                "settings": {key: c.value for key, c in trainer.setup.choices.items()},
             }
         )
 
@@ -586,14 +587,9 @@ def _timed(trainer: Any, updates: range, device: torch.device) -> dict[str, floa
     return {"seconds": time.perf_counter() - start, "tokens": tokens, "sentences": sentences}
 
 
-def _captured(trainer: Any) -> int:
-    """How many graphs train.graph `cuda` has captured (0 on the other paths)."""
-    return len(trainer.static.graphs) if trainer.static is not None else 0
-
-
 def _padded_shapes(cfg: dict[str, Any]) -> int:
     """Source × target widths a run at static shapes can meet: multiples of pad_to up to max_len + EOS."""
-    from rnnmt.train.batching import round_up
+    from rnnmt.models.source import round_up
 
     widths = round_up(cfg["max_len"] + 1, cfg["pad_to"]) // cfg["pad_to"]
     return widths * widths
