@@ -34,7 +34,7 @@ import functools
 import json
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -226,25 +226,33 @@ def small(model_cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
-class PathCheck:
-    """A fast recurrence against `plain` on a small model: the worst differences, each as (what, share of its norm)."""
+class Comparison:
+    """A fast form beside its home in torch: each difference as (what, share of its norm), and the check's time."""
 
-    recurrence: str
     differences: list[tuple[str, float]]
     seconds: float
+    tolerance: ClassVar[float]
+    home: ClassVar[str]  # what the fast form is compared with, in words
 
     @property
     def passed(self) -> bool:
-        return all(share <= PATH_TOLERANCE for _, share in self.differences)
+        return all(share <= self.tolerance for _, share in self.differences)
 
     def reason(self) -> str:
-        """What differs, in one line: the NLL where the forward passes differ (the fast path does not compute the
-        modules' equations), else the gradient that differs most (its backward pass differentiates another)."""
-        failing = [item for item in self.differences if item[1] > PATH_TOLERANCE]
+        """What differs, in one line: the NLL where it differs (the fast form does not compute the modules'
+        equations), else what differs most (a backward pass that differentiates another, a step that updates another)."""
+        failing = [item for item in self.differences if item[1] > self.tolerance]
         what, share = failing[0] if failing[0][0] == "the NLL" else max(failing, key=lambda item: item[1])
-        others = len(failing) - 1
-        more = f" (and {others} more)" if others > 0 else ""
-        return f"{what} differs from autograd through the modules (recurrence plain) by {share:.2e} of its norm{more}, where {PATH_TOLERANCE:.0e} is allowed"
+        more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
+        return f"{what} differs from {self.home} by {share:.2e} of its norm{more}, where {self.tolerance:.0e} is allowed"
+
+
+@dataclass
+class PathCheck(Comparison):
+    """A model's parts by fast recurrences against `plain` on a small model."""
+
+    tolerance: ClassVar[float] = PATH_TOLERANCE
+    home: ClassVar[str] = "autograd through the modules (recurrence plain)"
 
 
 def _objective(model: torch.nn.Module, output: str, batch: tuple[Tensor, ...], weights: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
@@ -284,7 +292,7 @@ def path_differences(
     floor = 1e-6 * float(torch.cat([g.flatten() for g in grads.values()]).norm())
     differences = [("the NLL", _share(fast_nll, nll, 1e-300))]
     differences += [(f"the gradient of {name}", _share(fast_grads[name], g, floor)) for name, g in grads.items()]
-    return PathCheck(str(paths), differences, time.perf_counter() - start)
+    return PathCheck(differences, time.perf_counter() - start)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -98,23 +98,12 @@ def no_kernel_form(optimizer: torch.optim.Optimizer) -> str:
     return f"the optimiser is {type(optimizer).__name__}; the kernel step has a form of {' and '.join(cls.__name__ for cls in KERNEL_FORMS)} only"
 
 
-@dataclass(frozen=True)
-class StepCheck:
-    """The kernel step beside torch's after UPDATES_CHECKED updates: each difference as (what, share of its norm)."""
+@dataclass
+class StepCheck(selfcheck.Comparison):
+    """The kernel step beside torch's after UPDATES_CHECKED updates."""
 
-    differences: list[tuple[str, float]]
-    seconds: float
-
-    @property
-    def passed(self) -> bool:
-        return all(share <= STEP_TOLERANCE for _, share in self.differences)
-
-    def reason(self) -> str:
-        """What differs most, in one line."""
-        failing = [item for item in self.differences if item[1] > STEP_TOLERANCE]
-        what, share = max(failing, key=lambda item: item[1])
-        more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
-        return f"{what} differs from torch's step (clip_gradients, then the optimiser build_optimizer built) by {share:.2e} of its norm{more}, where {STEP_TOLERANCE:.0e} is allowed"
+    tolerance: ClassVar[float] = STEP_TOLERANCE
+    home: ClassVar[str] = "torch's step (clip_gradients, then the optimiser build_optimizer built)"
 
 
 def _share(value: Tensor, reference: Tensor) -> float:
