@@ -20,7 +20,7 @@ import torch
 
 from rnnmt.models.loops import Paths
 from rnnmt.recurrence.kernels import stages
-from rnnmt.train import selfcheck
+from rnnmt.train import kernel_stages, selfcheck
 
 from conftest import tiny_luong_config
 from test_bench import tiny_paper_config  # noqa: F401 (a fixture)
@@ -216,3 +216,20 @@ def test_the_guard_checks_stages_only_where_triton_would_run(tiny_corpus, tmp_pa
     monkeypatch.setattr(selfcheck, "stage_differences", lambda *args: pytest.fail("the stages were checked where no Triton kernel runs"))
     trainer = make_trainer(tiny_corpus, tmp_path, "rnnsearch", recurrence="kernels")
     assert trainer.choices["recurrence"].value == "kernels"
+
+
+@pytest.mark.parametrize(
+    "param, problem",
+    [
+        (torch.zeros(4, 6).t(), r"operand param \[6×4\] has its columns 6 elements apart; expected contiguous columns"),
+        (torch.zeros(6, 4, dtype=torch.float64), r"operand param \[6×4\] is torch.float64; expected one of torch.float32"),
+        (torch.zeros(2, 4, 6).transpose(0, 1), r"operand param \[4×2×6\] is not contiguous"),
+    ],
+)
+def test_a_kernel_is_launched_only_on_operands_laid_out_as_it_reads_them(monkeypatch, param, problem):
+    """One layout check before every launch (triton_common.py's contract): an operand a kernel would misread stops
+    the launch with one sentence naming the stage and the operand, and the kernel never runs."""
+    monkeypatch.setattr(kernel_stages.SGDUpdate, "launch", lambda self: pytest.fail("the kernel ran"))
+    stage = kernel_stages.SGDUpdate(param=param, grad=torch.zeros(param.shape), norm=torch.tensor(1.0), lr=1.0, max_norm=1.0)
+    with stages.implementation("triton"), pytest.raises(ValueError, match="stage sgd_update: " + problem):
+        stage.run()

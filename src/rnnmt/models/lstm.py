@@ -139,3 +139,16 @@ def cell(
     c_new = torch.mul(f, c, out=c_new).addcmul_(i, g)
     tanh_c = torch.tanh(c_new, out=tanh_c)
     return pre, c_new, tanh_c, torch.mul(o, tanh_c, out=h_new)
+
+
+def cell_backward(dh: Tensor, dc: Tensor, gates: Tensor, c_prev: Tensor, tanh_c: Tensor, d_gates: Tensor) -> Tensor:
+    """The gradient of `cell` from dL/dh' and dL/dc' (its backward, written once: the fast loops' backward passes and
+    the kernel stages' references call it): writes d(pre-activations) [B, 4H] into d_gates, returns dL/dc."""
+    H = c_prev.shape[1]
+    i, f, g, o = gates[:, :H], gates[:, H : 2 * H], gates[:, 2 * H : 3 * H], gates[:, 3 * H :]
+    dc = dc + torch.ops.aten.tanh_backward(dh * o, tanh_c)
+    torch.ops.aten.sigmoid_backward.grad_input(dc * g, i, grad_input=d_gates[:, :H])
+    torch.ops.aten.sigmoid_backward.grad_input(dc * c_prev, f, grad_input=d_gates[:, H : 2 * H])
+    torch.ops.aten.tanh_backward.grad_input(dc * i, g, grad_input=d_gates[:, 2 * H : 3 * H])
+    torch.ops.aten.sigmoid_backward.grad_input(dh * tanh_c, o, grad_input=d_gates[:, 3 * H :])
+    return dc * f

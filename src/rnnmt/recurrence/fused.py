@@ -197,18 +197,6 @@ class AttentiveGRULoop(torch.autograd.Function):
         return ds, dx.transpose(0, 1), dkeys, d_annotations, None, dW_a, dv, dC_in, dU_gates, dU_cand, db
 
 
-def _lstm_cell_backward(dh: Tensor, dc: Tensor, gates: Tensor, c_prev: Tensor, tanh_c: Tensor, d_gates: Tensor) -> Tensor:
-    """The gradient of lstm.cell: writes d(pre-activations) into d_gates, returns dL/dc (previous cell)."""
-    H = c_prev.shape[1]
-    i, f, g, o = gates[:, :H], gates[:, H : 2 * H], gates[:, 2 * H : 3 * H], gates[:, 3 * H :]
-    dc = dc + torch.ops.aten.tanh_backward(dh * o, tanh_c)
-    torch.ops.aten.sigmoid_backward.grad_input(dc * g, i, grad_input=d_gates[:, :H])
-    torch.ops.aten.sigmoid_backward.grad_input(dc * c_prev, f, grad_input=d_gates[:, H : 2 * H])
-    torch.ops.aten.tanh_backward.grad_input(dc * i, g, grad_input=d_gates[:, 2 * H : 3 * H])
-    torch.ops.aten.sigmoid_backward.grad_input(dh * tanh_c, o, grad_input=d_gates[:, 3 * H :])
-    return dc * f
-
-
 @dataclass
 class FeedLoop:
     """What Luong's input-feeding loop needs besides the tensors it differentiates (`FeedTensors`)."""
@@ -420,7 +408,7 @@ class LuongFeedLoop(torch.autograd.Function):
                 d_out = dh[layer] + d_below
                 if clip is not None:
                     dc[layer] = dc[layer] * (c_raw[layer, t].abs() <= clip)
-                dc[layer] = _lstm_cell_backward(d_out, dc[layer], gates[layer, t], c[layer, t], tanh_c[layer, t], d_gates[layer, t])
+                dc[layer] = lstm.cell_backward(d_out, dc[layer], gates[layer, t], c[layer, t], tanh_c[layer, t], d_gates[layer, t])
                 d_xh = p.mm(d_gates[layer, t], W[layer])
                 d_in, dh[layer] = d_xh[:, :H], d_xh[:, H:]
                 if layer == 0:
@@ -483,7 +471,7 @@ class LSTMScan(torch.autograd.Function):
             dh, dc = dh - dh_new, dc - dc_new
             if clip is not None:
                 dc_new = dc_new * (c_raw[t].abs() <= clip)
-            dc = dc + _lstm_cell_backward(dh_new, dc_new, gates[t], c[t], tanh_c[t], d_gates[t])
+            dc = dc + lstm.cell_backward(dh_new, dc_new, gates[t], c[t], tanh_c[t], d_gates[t])
             dh = p.addmm(dh, d_gates[t], Whh)
         return d_gates.transpose(0, 1), dh, dc, None, weight_grad(p, d_gates, h[:-1]), None
 

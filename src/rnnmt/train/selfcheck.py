@@ -128,7 +128,7 @@ def _compare(found: dict[str, StageCheck], stage: stages.Stage) -> None:
     twin.reference()
     exact.reference()
     try:
-        stage.launch()
+        stage.launch_checked()
         first = next(iter(operands.values()))
         if first.is_cuda:
             torch.cuda.synchronize(first.device)  # an asynchronous fault surfaces here, named after this stage

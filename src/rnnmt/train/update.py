@@ -60,7 +60,8 @@ class TorchStep:
 
 class KernelStep:
     """The clipping and an Adadelta or SGD step in one stage per parameter (kernel_stages.py); the optimiser's state
-    stays torch's, so that a checkpoint resumes either way."""
+    stays torch's, so that a checkpoint resumes either way. It takes TorchStep's arguments (STEPS builds either);
+    `params` and `on_device` are implied: it steps every parameter with a gradient, and clips on the device."""
 
     name = "kernels"
 

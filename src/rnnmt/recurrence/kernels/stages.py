@@ -88,12 +88,43 @@ class Stage:
         """Its Triton kernel or its reference (inside a profiler region), as `implementation` says."""
         first = next(v for v in self.operands().values() if isinstance(v, Tensor))
         if runs_triton(first.device):
-            return self.launch() if _checker is None else _checker(self)
+            return self.launch_checked() if _checker is None else _checker(self)
         with torch.profiler.record_function(REGION + self.name):
             self.reference()
 
+    def launch_checked(self) -> None:
+        """Its Triton kernel, once its operands are laid out as every kernel reads them (`layout_problem`)."""
+        operands = self.operands()
+        device = next(v for v in operands.values() if isinstance(v, Tensor)).device
+        for name, value in operands.items():
+            problem = layout_problem(value, device)
+            if problem is not None:
+                raise ValueError(f"stage {self.name}: operand {name} {problem}")
+        self.launch()
+
     def operands(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+
+# The dtypes a kernel reads and writes: float32 states, bfloat16 (or float16) products.
+KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def layout_problem(value: object, device: torch.device) -> str | None:
+    """What in an operand's layout a Triton kernel would misread, in words (triton_common.py: 2-D operands are rows
+    with a row stride and contiguous columns, wider ones contiguous, all on the stage's device); None where nothing is."""
+    if not isinstance(value, Tensor):
+        return None
+    shape = "×".join(map(str, value.shape)) or "scalar"
+    if value.device != device:
+        return f"[{shape}] is on {value.device}, where the stage's first operand is on {device}"
+    if value.is_floating_point() and value.dtype not in KERNEL_DTYPES:
+        return f"[{shape}] is {value.dtype}; expected one of {', '.join(map(str, KERNEL_DTYPES))}"
+    if value.dim() > 2 and not value.is_contiguous():
+        return f"[{shape}] is not contiguous (strides {value.stride()}); expected contiguous memory"
+    if 0 < value.dim() <= 2 and value.shape[-1] > 1 and value.stride(-1) != 1:
+        return f"[{shape}] has its columns {value.stride(-1)} elements apart; expected contiguous columns"
+    return None
 
 
 STAGES: dict[str, type[Stage]] = {}
@@ -385,12 +416,8 @@ class LSTMCellBack(Stage):
             carried = self.dc - dc_new
         if self.clip is not None:
             dc_new = torch.where(self.c_raw.abs() <= self.clip, dc_new, 0.0)
-        i, f, g, o = self.gates.chunk(4, dim=1)
-        c_in = dc_new + dh_new * o * (1.0 - self.tanh_c * self.tanh_c)
-        d_pre = [c_in * g * (1.0 - i) * i, c_in * self.c_prev * (1.0 - f) * f, c_in * i * (1.0 - g * g), dh_new * self.tanh_c * (1.0 - o) * o]
-        torch.cat(d_pre, dim=1, out=self.d_gates)
+        torch.add(carried, lstm.cell_backward(dh_new, dc_new, self.gates, self.c_prev, self.tanh_c, self.d_gates), out=self.dc)
         self.d_gates_c.copy_(self.d_gates)
-        torch.add(carried, c_in * f, out=self.dc)
 
     def launch(self) -> None:
         from rnnmt.recurrence.kernels import triton_luong
