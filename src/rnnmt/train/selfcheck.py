@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -244,7 +245,8 @@ class Comparison:
         failing = [item for item in self.differences if item[1] > self.tolerance]
         what, share = failing[0] if failing[0][0] == "the NLL" else max(failing, key=lambda item: item[1])
         more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
-        return f"{what} differs from {self.home} by {share:.2e} of its norm{more}, where {self.tolerance:.0e} is allowed"
+        amount = ": only one of them has it" if math.isinf(share) else f" by {share:.2e} of its norm"
+        return f"{what} differs from {self.home}{amount}{more}, where {self.tolerance:.0e} is allowed"
 
 
 @dataclass

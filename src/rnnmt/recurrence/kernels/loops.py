@@ -380,8 +380,10 @@ class QueryWeights:
         """Each of the attention's `parameters`' gradient from W_q's, v_a's and v_p's; 0 for those that act outside the loop
         (general's W_a, on the keys)."""
         own = [torch.zeros_like(w) for w in parameters]
-        found = [*(d_Wq.split([b.shape[0] for b in self.blocks]) if d_Wq is not None else ()), *(d for d in (d_v_a, d_v_p) if d is not None)]
-        for place, grad in zip(self.places, found):
+        first = 0
+        for place, block in zip(self.places, self.blocks):  # W_q's rows, block by block (views: no copy)
+            own[place], first = d_Wq[first : first + block.shape[0]], first + block.shape[0]
+        for place, grad in zip(self.places[len(self.blocks) :], (d for d in (d_v_a, d_v_p) if d is not None)):
             own[place] = grad.reshape(parameters[place].shape)
         return own
 
