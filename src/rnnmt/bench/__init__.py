@@ -190,17 +190,9 @@ def bench_train(
     or the system at `system_path` on its data; `overrides` replace values of its `train` section, and with
     `settings_for` ('cuda') the `auto` ones take the values that device would choose. Without `timed`, only the
     kernels of an update are counted (the rates are None)."""
-    from rnnmt.text.binarize import ParallelData
-    from rnnmt.text.vocab import Vocab
     from rnnmt.train.loop import Trainer
-    from rnnmt.train.run import read_system
 
-    if paper_shape:
-        shape = _paper_shape(config, paper_shape)
-        system, data, source_vocab, target_vocab, budget = shape["system"], shape["data"], shape["vocab"], shape["vocab"], shape["budget"]
-    else:
-        system, data, budget = read_system(system_path), ParallelData.load(data_path), None
-        source_vocab, target_vocab = Vocab.load(src_vocab), Vocab.load(tgt_vocab)
+    system, data, source_vocab, target_vocab, budget = _bench_inputs(paper_shape, config, system_path, data_path, src_vocab, tgt_vocab)
     system = {**system, "train": {**system["train"], **overrides}}
     if settings_for:
         system["train"].update(settings_as_on(system["train"], torch.device(settings_for), device))
@@ -254,6 +246,20 @@ def bench_train(
             hours += one_off / shapes * possible / 3600
         result["projected_hours"] = hours
     return result
+
+
+def _bench_inputs(
+    paper_shape: str | None, config: Path | None, system_path: Path | None, data_path: Path | None, src_vocab: Path | None, tgt_vocab: Path | None
+) -> tuple[dict[str, Any], Any, Any, Any, int | None]:
+    """The system, its data, its vocabularies and its paper budget (None but for a paper shape) that `bench_train` times."""
+    from rnnmt.text.binarize import ParallelData
+    from rnnmt.text.vocab import Vocab
+    from rnnmt.train.run import read_system
+
+    if paper_shape:
+        shape = _paper_shape(config, paper_shape)
+        return shape["system"], shape["data"], shape["vocab"], shape["vocab"], shape["budget"]
+    return read_system(system_path), ParallelData.load(data_path), Vocab.load(src_vocab), Vocab.load(tgt_vocab), None
 
 
 def _resident_mb() -> dict[str, float]:

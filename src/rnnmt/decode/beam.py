@@ -131,15 +131,7 @@ def _search(
         total = logp.view(n, k, vocab).add_(scores.unsqueeze(-1)).view(n, -1)
         values, flat = total.topk(min(2 * k, total.shape[1]), dim=-1)
         origin, words = flat // vocab, flat % vocab
-        ok, is_eos = torch.isfinite(values), words == Vocab.EOS
-        if settings.shrink:
-            taken = ok & (ranks[: values.shape[1]] < room.unsqueeze(1))
-            ends, live = taken & is_eos, taken & ~is_eos
-        else:
-            earlier_words = torch.cumsum(~is_eos, dim=1) - (~is_eos).long()
-            ends = ok & is_eos & (earlier_words < k)
-            ends &= torch.cumsum(ends, dim=1) <= room.unsqueeze(1)
-            live = ok & ~is_eos & (earlier_words < k)
+        ends, live = _candidates(values, words, room, ranks, k, settings.shrink)
 
         step_align = alpha.argmax(dim=-1).view(n, k).gather(1, origin)
         tokens = torch.cat([tokens.gather(1, origin.unsqueeze(-1).expand(-1, -1, tokens.shape[-1])), words.unsqueeze(-1)], dim=-1)
@@ -175,6 +167,20 @@ def _search(
         scores = values.masked_fill(~live, NEG_INF)
         state = model.advance(ctx, take(state, rows), words.masked_fill(~live, Vocab.EOS).view(-1))
     return finished, alive_at_limit
+
+
+def _candidates(values: Tensor, words: Tensor, room: Tensor, ranks: Tensor, k: int, shrink: bool) -> tuple[Tensor, Tensor]:
+    """Which of a step's 2k best candidates [n, 2k] (scores `values`, best first) end their hypothesis and which live on.
+    GroundHog (`shrink`): the best `room` finite ones, each ending or living by its word. Luong: the candidates before
+    the k-th word that is not EOS; of their EOS ones, as many as the stack has room for end."""
+    ok, is_eos = torch.isfinite(values), words == Vocab.EOS
+    if shrink:
+        taken = ok & (ranks[: values.shape[1]] < room.unsqueeze(1))
+        return taken & is_eos, taken & ~is_eos
+    earlier_words = torch.cumsum(~is_eos, dim=1) - (~is_eos).long()
+    ends = ok & is_eos & (earlier_words < k)
+    ends &= torch.cumsum(ends, dim=1) <= room.unsqueeze(1)
+    return ends, ok & ~is_eos & (earlier_words < k)
 
 
 def _collect(which: Tensor, active: Tensor, tokens: Tensor, aligns: Tensor, values: Tensor, into: list[list[Hypothesis]], done: bool) -> None:

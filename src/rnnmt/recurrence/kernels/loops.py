@@ -388,6 +388,75 @@ class QueryWeights:
         return own
 
 
+@dataclass
+class _FeedStack:
+    """The stacked LSTM of LuongFeedKernels: each layer's [W_ih W_hh] (in the products' dtype) and summed bias (None
+    for layer 1, whose bias is in its input projection, and without biases), the cell's clip, the dropout between the
+    layers, and the buffers of every step and layer: xh[l, t] = [layer l's input at step t; its state before step t]
+    (xh_c in the products' dtype), the cells c, the gates, c before its clip and tanh(c)."""
+
+    W: Sequence[Tensor]
+    bias: Sequence[Tensor | None]
+    clip: float | None
+    layer_masks: Tensor | None
+    xh: Tensor
+    xh_c: Tensor
+    c: Tensor
+    gates: Tensor
+    c_raw: Tensor
+    tanh_c: Tensor
+
+    def step(self, t: int, x: Tensor, gemm: Tensor, top_c: Tensor) -> None:
+        """Step t of every layer from layer 1's input projection x [B, 4H]: a product and a cell stage per layer, which
+        writes the next layer's (dropped-out) input, and the top layer's state into top_c."""
+        L, B, H = len(self.W), x.shape[0], x.shape[1] // 4
+        for layer in range(L):
+            top = layer == L - 1
+            base = x if layer == 0 else self.bias[layer].expand(B, 4 * H) if self.bias[layer] is not None else None
+            torch.mm(self.xh_c[layer, t], self.W[layer].t(), out=gemm)
+            stages.LSTMCell(
+                base=base,
+                gemm=gemm,
+                c_prev=self.c[layer, t],
+                h_prev=None,
+                keep=None,
+                clip=self.clip,
+                gates=self.gates[layer, t],
+                c_raw=self.c_raw[layer, t],
+                tanh_c=self.tanh_c[layer, t],
+                c_next=self.c[layer, t + 1],
+                h_next=self.xh[layer, t + 1, :, H:],
+                h_next_c=self.xh_c[layer, t + 1, :, H:],
+                fwd=None if top else self.xh[layer + 1, t, :, :H],
+                fwd_c=top_c if top else self.xh_c[layer + 1, t, :, :H],
+                fwd_mask=self.layer_masks[layer, t] if not top and self.layer_masks is not None else None,
+            ).run()
+
+    def step_back(self, t: int, d_below: Tensor, dq_top: Tensor | None, d_xh: Tensor, dc: Tensor, d_gates: Tensor, d_gates_c: Tensor) -> None:
+        """`step` t back, top layer first: the top state's gradient d_below [+ the query product's dq_top], each
+        layer's d(pre-activations) into d_gates (d_gates_c) and d[x; h] into d_xh, dL/dc carried in dc."""
+        L, H = len(self.W), d_below.shape[1]
+        for layer in range(L - 1, -1, -1):
+            top = layer == L - 1
+            stages.LSTMCellBack(
+                rest=None,
+                own=d_xh[layer, :, H:],
+                below=d_below if top else d_xh[layer + 1, :, :H],
+                below_mask=self.layer_masks[layer, t] if not top and self.layer_masks is not None else None,
+                extra=dq_top if top else None,
+                keep=None,
+                dc=dc[layer],
+                gates=self.gates[layer, t],
+                c_prev=self.c[layer, t],
+                tanh_c=self.tanh_c[layer, t],
+                c_raw=self.c_raw[layer, t],
+                clip=self.clip,
+                d_gates=d_gates[layer, t],
+                d_gates_c=d_gates_c[layer, t],
+            ).run()
+            torch.mm(d_gates_c[layer, t], self.W[layer], out=d_xh[layer])
+
+
 class LuongFeedKernels(torch.autograd.Function):
     """fused.LuongFeedLoop (same inputs and outputs) for every Luong attention whose score and kind have a kernel form
     (stages.SCORE_FORMS, KIND_FORMS: global, local-m, local-p; dot, general, concat, location): per step and layer a
@@ -430,28 +499,9 @@ class LuongFeedKernels(torch.autograd.Function):
         Wc = torch.cat((w.Wc_c, w.Wc_h), 1).to(p.compute)  # [H, 2H], read as W_c [c; h_top]
         Wq_t = W_q.t().to(p.compute) if Q else None
         at = lambda a, t: a[t] if a is not None else None  # noqa: E731
+        stack = _FeedStack(W, bias, clip, layer_masks, xh, xh_c, c, gates, c_raw, tanh_c)
         for t in range(T):
-            for layer in range(L):
-                top = layer == L - 1
-                base = xs[t] if layer == 0 else bias[layer].expand(B, 4 * H) if bias[layer] is not None else None
-                torch.mm(xh_c[layer, t], W[layer].t(), out=gemm)
-                stages.LSTMCell(
-                    base=base,
-                    gemm=gemm,
-                    c_prev=c[layer, t],
-                    h_prev=None,
-                    keep=None,
-                    clip=clip,
-                    gates=gates[layer, t],
-                    c_raw=c_raw[layer, t],
-                    tanh_c=tanh_c[layer, t],
-                    c_next=c[layer, t + 1],
-                    h_next=xh[layer, t + 1, :, H:],
-                    h_next_c=xh_c[layer, t + 1, :, H:],
-                    fwd=None if top else xh[layer + 1, t, :, :H],
-                    fwd_c=ctop_c[:, H:] if top else xh_c[layer + 1, t, :, :H],
-                    fwd_mask=layer_masks[layer, t] if not top and layer_masks is not None else None,
-                ).run()
+            stack.step(t, xs[t], gemm, ctop_c[:, H:])
             if Q:
                 torch.mm(ctop_c[:, H:], Wq_t, out=queries[t])
             stages.LuongStep(
@@ -500,7 +550,7 @@ class LuongFeedKernels(torch.autograd.Function):
             ctx.saved_tensors
         )
         W, w = saved[:L], FeedTensors.of(saved[L:], L)
-        bias, b_c = w.bias, w.b_c
+        stack = _FeedStack(W, w.bias, clip, layer_masks, xh, xh_c, c, gates, c_raw, tanh_c)
         T, B, H = contexts.shape
         S, Q = annotations.shape[1], W_q.shape[0] if W_q is not None else 0
         d_h_tilde = p.steps_first(d_h_tilde)
@@ -555,31 +605,13 @@ class LuongFeedKernels(torch.autograd.Function):
             ).run()
             if Q:
                 torch.mm(dq_c, Wq, out=dq_top)
-            for layer in range(L - 1, -1, -1):
-                top = layer == L - 1
-                stages.LSTMCellBack(
-                    rest=None,
-                    own=d_xh[layer, :, H:],
-                    below=d_below if top else d_xh[layer + 1, :, :H],
-                    below_mask=layer_masks[layer, t] if not top and layer_masks is not None else None,
-                    extra=dq_top if top else None,
-                    keep=None,
-                    dc=dc[layer],
-                    gates=gates[layer, t],
-                    c_prev=c[layer, t],
-                    tanh_c=tanh_c[layer, t],
-                    c_raw=c_raw[layer, t],
-                    clip=clip,
-                    d_gates=d_gates[layer, t],
-                    d_gates_c=d_gates_c[layer, t],
-                ).run()
-                torch.mm(d_gates_c[layer, t], W[layer], out=d_xh[layer])
+            stack.step_back(t, d_below, dq_top, d_xh, dc, d_gates, d_gates_c)
         tops, tops_c = xh[L - 1, 1:, :, H:], xh_c[L - 1, 1:, :, H:]
         grads: list[Tensor | None] = []
         for layer in range(L):
             d_W = weight_grad(p, d_gates_c[layer], xh_c[layer, :T])
-            grads += [d_W[:, :H], d_W[:, H:], d_gates[layer].sum((0, 1)) if bias[layer] is not None else None]
-        grads += [weight_grad(p, d_pre, contexts), weight_grad(p, d_pre, tops), d_pre.sum((0, 1)) if b_c is not None else None]
+            grads += [d_W[:, :H], d_W[:, H:], d_gates[layer].sum((0, 1)) if w.bias[layer] is not None else None]
+        grads += [weight_grad(p, d_pre, contexts), weight_grad(p, d_pre, tops), d_pre.sum((0, 1)) if w.b_c is not None else None]
         # The keys: a dot-product score reads them (their outer products with h_t, summed over the steps), concat's tanh
         # (accumulated by the kernel); the location score reads none.
         d_keys = torch.bmm(d_scores.permute(1, 2, 0), tops.transpose(0, 1)) if score == "dot" else d_keys

@@ -263,6 +263,30 @@ def _luong_attention(
 
 
 @triton.jit
+def _location_back(de, real, s, n, b, P, Q, dq, dq_c, dq_c_stride, BLOCK_P: tl.constexpr):
+    """location: each slot's gradient is its position's score gradient (slots are distinct within a row), into dq."""
+    j = tl.arange(0, BLOCK_P)
+    hit = ((s + (P - n))[:, None] == j[None, :]) & real[:, None]
+    total = tl.sum(tl.where(hit, de[:, None], 0.0), axis=0)
+    tl.store(dq + b * Q + j, total, mask=j < P)
+    tl.store(dq_c + b * dq_c_stride + j, total.to(dq_c.dtype.element_ty), mask=j < P)
+
+
+@triton.jit
+def _predicted_position_back(d_pos, p, nf, b, H, Q, v_p, tanh_u, dz, dq, dq_c, dq_c_stride, BLOCK_H: tl.constexpr):
+    """local-p's p = n·σ(z), z = v_p·tanh(u): dz, then du into dq's last H columns."""
+    sig = p / nf
+    d_z = d_pos * nf * sig * (1.0 - sig)
+    tl.store(dz + b, d_z)
+    for h0 in range(0, H, BLOCK_H):
+        h = h0 + tl.arange(0, BLOCK_H)
+        u = tl.load(tanh_u + b * H + h, mask=h < H, other=0.0)
+        du = d_z * tl.load(v_p + h, mask=h < H, other=0.0).to(tl.float32) * (1.0 - u * u)
+        tl.store(dq + b * Q + Q - H + h, du, mask=h < H)
+        tl.store(dq_c + b * dq_c_stride + Q - H + h, du.to(dq_c.dtype.element_ty), mask=h < H)
+
+
+@triton.jit
 def _luong_attention_back(
     d_ctop,
     d_ctop_stride,
@@ -335,22 +359,10 @@ def _luong_attention_back(
             tl.store(dq + b * Q + h, total, mask=h < H)
             tl.store(dq_c + b * dq_c_stride + h, total.to(dq_c.dtype.element_ty), mask=h < H)
             tl.store(dv_rows + b * H + h, tl.load(dv_rows + b * H + h, mask=h < H, other=0.0) + tl.sum(de[:, None] * t, axis=0), mask=h < H)
-    if SCORE == 2:  # each slot's gradient is its position's (slots are distinct within a row)
-        j = tl.arange(0, BLOCK_P)
-        hit = ((s + (P - n))[:, None] == j[None, :]) & real[:, None]
-        total = tl.sum(tl.where(hit, de[:, None], 0.0), axis=0)
-        tl.store(dq + b * Q + j, total, mask=j < P)
-        tl.store(dq_c + b * dq_c_stride + j, total.to(dq_c.dtype.element_ty), mask=j < P)
-    if KIND == 2:  # p = n·σ(z), z = v_p·tanh(u): dz, then du into the last H columns
-        sig = p / nf
-        d_z = d_pos * nf * sig * (1.0 - sig)
-        tl.store(dz + b, d_z)
-        for h0 in range(0, H, BLOCK_H):
-            h = h0 + tl.arange(0, BLOCK_H)
-            u = tl.load(tanh_u + b * H + h, mask=h < H, other=0.0)
-            du = d_z * tl.load(v_p + h, mask=h < H, other=0.0).to(tl.float32) * (1.0 - u * u)
-            tl.store(dq + b * Q + Q - H + h, du, mask=h < H)
-            tl.store(dq_c + b * dq_c_stride + Q - H + h, du.to(dq_c.dtype.element_ty), mask=h < H)
+    if SCORE == 2:
+        _location_back(de, real, s, n, b, P, Q, dq, dq_c, dq_c_stride, BLOCK_P)
+    if KIND == 2:
+        _predicted_position_back(d_pos, p, nf, b, H, Q, v_p, tanh_u, dz, dq, dq_c, dq_c_stride, BLOCK_H)
 
 
 @triton.jit
