@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from rnnmt.models.loops import Paths
 from rnnmt.recurrence.kernels import stages
-from rnnmt.train import device_choices
+from rnnmt.train import device_choices, selfcheck
 
 import triton_stages
 from test_graphs import SYSTEMS, five_updates, make_trainer
@@ -76,7 +77,10 @@ def test_kernel_loops_with_bfloat16_products_stay_close_to_the_fused_ones_on_cud
 
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
 def test_the_guard_passes_every_architecture_on_this_gpu(precision):
-    """What training checks before it relies on the kernels (selfcheck.verify) finds nothing wrong here."""
+    """What training checks before it relies on the kernels (selfcheck.verify, each part) finds nothing wrong here, and
+    the optimisers' update stages match their references on this GPU."""
     for name, model in triton_stages.SYSTEMS.items():
-        choice, failure = device_choices.verified_recurrence(device_choices.Choice("kernels", "test"), model, CUDA, precision)
-        assert failure is None and choice.value == "kernels", (name, failure)
+        choice, paths, failure = device_choices.verified_recurrence(device_choices.Choice("kernels", "test"), model, CUDA, precision)
+        assert failure is None and choice.value == "kernels" and paths == Paths.every("kernels"), (name, failure)
+    failed = {name: check.reason() for name, check in selfcheck.update_stage_differences(CUDA).items() if not check.passed}
+    assert not failed, failed
