@@ -14,9 +14,11 @@ from torch import nn
 
 from rnnmt.models import attention
 from rnnmt.models.loops import Paths
-from rnnmt.train import optim, selfcheck
+from rnnmt.train import kernel_stages, optim, selfcheck, update
+from rnnmt.train.defaults import TRAIN_DEFAULTS
 
-from test_graphs import make_trainer
+from conftest import tiny_system
+from test_graphs import SYSTEMS, make_trainer
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +52,7 @@ def with_weight_decay(original):
 # Each edit of the optimiser: the system and its training settings, the edit, and what the check finds differing.
 OPTIMISER_EDITS = {
     "SGD with momentum": ("luong-global-feed", {"optimizer": {"name": "sgd", "lr": 0.5}}, with_momentum, "the optimiser's state 'momentum_buffer'"),
-    "Adadelta with weight decay": ("rnnsearch-adadelta", {}, with_weight_decay, "the optimiser's state 'square_avg'"),
+    "Adadelta with weight decay": ("rnnsearch-adadelta", {}, with_weight_decay, "the optimiser's state 'acc_delta'"),
 }
 
 
@@ -78,11 +80,13 @@ def test_the_papers_optimisers_keep_the_kernel_step(tiny_corpus, tmp_path, capsy
     assert "update kernels:" not in capsys.readouterr().err
 
 
-def test_an_optimiser_without_a_kernel_form_takes_torchs_step_with_one_line(tiny_corpus, tmp_path, capsys):
+def test_an_optimiser_without_a_kernel_form_takes_torchs_step_and_says_why(tiny_corpus, tmp_path, capsys):
+    """Adam has no kernel step: torch's step, as always, with the reason in meta.json's settings_why (no fallback line:
+    nothing was left behind)."""
     trainer = make_trainer(tiny_corpus, tmp_path, "rnnsearch", updates=1, recurrence="kernels")  # Adam
-    line = next(line for line in capsys.readouterr().err.splitlines() if "update kernels:" in line)
-    assert "the optimiser is Adam; the kernel step has a form of Adadelta and SGD only" in line
+    assert "update kernels:" not in capsys.readouterr().err
     assert trainer.choices["update"].value == "torch"
+    assert trainer.choices["update"].why == "the optimiser is Adam, and the kernel step has a form of Adadelta and SGD only"
 
 
 SGD = {"optimizer": {"name": "sgd", "lr": 0.5}}
@@ -142,3 +146,13 @@ def test_a_decoder_its_fast_loop_cannot_read_falls_back_alone(tiny_corpus, tmp_p
     assert meta["recurrence_by_part"] == {"encoder": "fused", "decoder": "plain", "output": "fused"}
     reference, _ = trained(make_trainer(tiny_corpus, tmp_path / "plain", "rnnsearch", updates=4, recurrence="plain", **SGD))
     assert_equal_parameters(weights, reference, 1e-6)
+
+
+def test_a_kernel_step_that_misses_the_nonfinite_rule_is_found(monkeypatch):
+    """GroundHog's rule for a NaN or infinite norm (0.1·p) is one of the updates the check runs: a kernel step whose
+    reference forgot it differs from torch's step."""
+    forgetful = lambda param, grad, norm, max_norm: grad * optim.clip_factor(norm, max_norm)  # noqa: E731
+    monkeypatch.setattr(kernel_stages, "clipped", forgetful)
+    model, train = SYSTEMS["rnnsearch-adadelta"]["model"], {**TRAIN_DEFAULTS, **tiny_system(**SYSTEMS["rnnsearch-adadelta"]["train"])["train"]}
+    check = update.step_differences(model, train)
+    assert not check.passed and "differs from torch's step" in check.reason()

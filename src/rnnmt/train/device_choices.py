@@ -13,7 +13,7 @@ when training starts; the trainer logs each choice with its reason and `rnnmt sh
 - sync: `logging` (clipping decided on the device, the host waits only at log points) on a GPU, `update`
   on a CPU, where the host computed the norm anyway.
 - recurrence: `kernels` (recurrence/kernels/: each step's pointwise work as one Triton kernel, and so the output
-  softmax and the clipped Adadelta/SGD step, train/nll.py and train/optim.py) on a CUDA device where Triton is
+  softmax and the clipped Adadelta/SGD step, train/nll.py and train/update.py) on a CUDA device where Triton is
   installed, `fused` (recurrence/fused.py) elsewhere: on a CPU the fused loops are faster, and the kernels' torch
   references are there to test and count, not to run. Whatever is chosen or given, a fast recurrence trains only
   where it runs the model's loops and passes its check against the modules (`verified_recurrence`).

@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from rnnmt.train.batching import Batch
 from rnnmt.train.nll import SentenceNLL
 
-# The profiler's name for what a graph captures (bench.py counts the operator calls inside it).
+# The profiler's name for what a graph captures (rnnmt bench counts the operator calls inside it).
 CAPTURED_REGION = "rnnmt::forward_backward"
 
 # Eager updates on a side stream before a shape's capture, so that lazy set-up (cuBLAS workspaces, cuDNN

@@ -1,7 +1,7 @@
 """Optimisers and gradient clipping (paper-spec §1.8); the choice is data in the system config.
 
-`build_optimizer` and `clipped` are the update's one home: update.py checks every fast form of the step (the
-`kernels` path's one stage per parameter) against them before a run relies on it."""
+`build_optimizer` and the clipping rule (`clip_factor`, NONFINITE_SCALE) are the update's one home: update.py checks
+every fast form of the step (the `kernels` path's one stage per parameter) against them before a run relies on it."""
 
 from __future__ import annotations
 
@@ -46,7 +46,9 @@ def global_norm(grads: list[Tensor]) -> Tensor:
     return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
 
 
-# GroundHog's rule where the gradients' norm is NaN or infinite: each gradient becomes this share of its parameter.
+# GroundHog's clipping rule is these two, which every form of it reads (clip_gradients, `clipped` for the fast steps'
+# references; the Triton kernel is checked against those): the rescaling `clip_factor`, and where the gradients'
+# norm is NaN or infinite, each gradient replaced by this share of its parameter.
 NONFINITE_SCALE = 0.1
 
 
@@ -57,32 +59,32 @@ def clip_factor(norm: Tensor, max_norm: float) -> Tensor:
 
 def clipped(param: Tensor, grad: Tensor, norm: Tensor, max_norm: float) -> Tensor:
     """GroundHog's clipping of one gradient, given the norm of all: grad · clip_factor, or NONFINITE_SCALE · param
-    where the norm is not finite. The rule's home: clip_gradients applies it to all gradients at once, and the fast
-    steps' references (kernel_stages.py) call it."""
+    where the norm is not finite (the update stages' references, kernel_stages.py)."""
     return torch.where(torch.isfinite(norm), grad * clip_factor(norm, max_norm), NONFINITE_SCALE * param)
 
 
 def clip_gradients(params: list[nn.Parameter], max_norm: float, norm_params: list[nn.Parameter] | None = None, *, on_device: bool = False) -> Tensor:
-    """`clipped` for every gradient, in place, with the norm taken over `norm_params` (default: all; Luong leaves
-    out the embeddings). Returns the norm.
+    """Every gradient clipped in place by the rule (`clip_factor`, NONFINITE_SCALE), with the norm taken over
+    `norm_params` (default: all; Luong leaves out the embeddings). Returns the norm.
 
-    `on_device` decides both cases on the device, without the host reading the norm (a GPU then need not wait):
-    the same arithmetic, at the cost of a pass over the gradients that the host's decision saves on a CPU.
+    `on_device` decides both cases on the device, without the host reading the norm (a GPU then need not wait): the
+    same arithmetic, at the cost of passes over the gradients that the host's decision saves on a CPU (a factor of
+    1 changes nothing, and a finite norm needs no fallback).
     """
     with_grad = [p for p in params if p.grad is not None]
     grads = [p.grad for p in with_grad]
     measured = [p.grad for p in (params if norm_params is None else norm_params) if p.grad is not None]
     norm = global_norm(measured)
+    factor = clip_factor(norm, max_norm)
     if on_device:
         finite = torch.isfinite(norm)
-        torch._foreach_mul_(grads, clip_factor(norm, max_norm))
+        torch._foreach_mul_(grads, factor)
         for g, fallback in zip(grads, torch._foreach_mul([p.detach() for p in with_grad], NONFINITE_SCALE)):
             torch.where(finite, g, fallback, out=g)
     elif not torch.isfinite(norm):
         for g, p in zip(grads, with_grad):
             g.copy_(NONFINITE_SCALE * p.detach())
-    elif norm >= max_norm:
-        factor = clip_factor(norm, max_norm)
+    elif float(factor) != 1.0:
         for g in grads:
             g.mul_(factor)
     return norm

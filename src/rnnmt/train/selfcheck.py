@@ -207,17 +207,17 @@ def _output_stage(logits: Tensor, target: Tensor) -> None:
 
 
 def update_stage_differences(device: torch.device) -> dict[str, StageCheck]:
-    """Each optimiser's clipped update of WIDE random weights on `device` (clipping to half the gradient's norm, so
-    that it rescales) as its Triton kernel and as its reference: the comparison per stage."""
+    """Each optimiser's clipped update of WIDE random weights on `device` as its Triton kernel and as its reference,
+    once clipping to half the gradient's norm (so that it rescales) and once with a NaN norm: the comparison per stage."""
     found: dict[str, StageCheck] = {}
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), stages.checked(functools.partial(_compare, found)):
         torch.manual_seed(0)
         param, grad = torch.randn(WIDE, device=device), torch.randn(WIDE, device=device)
-        norm = grad.norm()
-        clipping = {"norm": norm, "lr": 1.0, "max_norm": float(norm) / 2}
-        adadelta = {"square_avg": torch.rand_like(param), "acc_delta": torch.rand_like(param), "rho": 0.95, "eps": 1e-6}
-        kernel_stages.AdadeltaUpdate(param=param.clone(), grad=grad, **clipping, **adadelta).run()
-        kernel_stages.SGDUpdate(param=param, grad=grad, **clipping).run()
+        for norm in (grad.norm(), torch.tensor(float("nan"), device=device)):
+            clipping = {"norm": norm, "lr": 1.0, "max_norm": float(grad.norm()) / 2}
+            adadelta = {"square_avg": torch.rand_like(param), "acc_delta": torch.rand_like(param), "rho": 0.95, "eps": 1e-6}
+            kernel_stages.AdadeltaUpdate(param=param.clone(), grad=grad, **clipping, **adadelta).run()
+            kernel_stages.SGDUpdate(param=param.clone(), grad=grad, **clipping).run()
     return found
 
 
@@ -237,16 +237,15 @@ class Comparison:
 
     @property
     def passed(self) -> bool:
-        return all(share <= self.tolerance for _, share in self.differences)
+        return all(share <= self.tolerance for _, share in self.differences)  # NaN fails
 
     def reason(self) -> str:
         """What differs, in one line: the NLL where it differs (the fast form does not compute the modules'
         equations), else what differs most (a backward pass that differentiates another, a step that updates another)."""
-        failing = [item for item in self.differences if item[1] > self.tolerance]
-        what, share = failing[0] if failing[0][0] == "the NLL" else max(failing, key=lambda item: item[1])
+        failing = [item for item in self.differences if not item[1] <= self.tolerance]  # NaN fails too
+        what, share = failing[0] if failing[0][0] == "the NLL" else max(failing, key=lambda item: item[1] if item[1] == item[1] else math.inf)
         more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
-        amount = ": only one of them has it" if math.isinf(share) else f" by {share:.2e} of its norm"
-        return f"{what} differs from {self.home}{amount}{more}, where {self.tolerance:.0e} is allowed"
+        return f"{what} differs from {self.home} by {share:.2e} of its norm{more}, where {self.tolerance:.0e} is allowed"
 
 
 @dataclass
@@ -266,7 +265,7 @@ def _objective(model: torch.nn.Module, output: str, batch: tuple[Tensor, ...], w
     return per_sentence.detach(), {name: p.grad if p.grad is not None else torch.zeros_like(p) for name, p in model.named_parameters()}
 
 
-def _share(value: Tensor, reference: Tensor, floor: float) -> float:
+def share_of(value: Tensor, reference: Tensor, floor: float) -> float:
     """‖value − reference‖ as a share of ‖reference‖ (at least `floor`)."""
     return float((value - reference).norm()) / max(float(reference.norm()), floor)
 
@@ -292,8 +291,8 @@ def path_differences(
         weights = torch.rand(batch, dtype=torch.float64) + 0.5
         (nll, grads), (fast_nll, fast_grads) = (_objective(m, output, inputs, weights) for m, output in ((plain, "plain"), (fast, paths.output)))
     floor = 1e-6 * float(torch.cat([g.flatten() for g in grads.values()]).norm())
-    differences = [("the NLL", _share(fast_nll, nll, 1e-300))]
-    differences += [(f"the gradient of {name}", _share(fast_grads[name], g, floor)) for name, g in grads.items()]
+    differences = [("the NLL", share_of(fast_nll, nll, 1e-300))]
+    differences += [(f"the gradient of {name}", share_of(fast_grads[name], g, floor)) for name, g in grads.items()]
     return PathCheck(differences, time.perf_counter() - start)
 
 
@@ -371,6 +370,10 @@ def _verify(model_json: str, recurrence: str, device_name: str, precision: str) 
             left.append(f"recurrence {form} for the {part}: {problem}")
             form = FALLBACK[form]
         paths = paths.with_part(part, form)
+    problem = _problem(model_cfg, paths, device, precision)  # the parts as they will run together
+    if problem is not None:
+        left.append(f"recurrence {paths} together: {problem}")
+        paths = Paths()
     return Verdict(paths, _how(paths, device), tuple(left), time.perf_counter() - start)
 
 

@@ -9,6 +9,7 @@ import triton
 import triton.language as tl
 
 from rnnmt.recurrence.kernels.triton_common import present_or
+from rnnmt.train import optim
 
 # Vocabulary columns per step of a softmax row; elements per program of an update.
 VOCAB_BLOCK = 2048
@@ -57,19 +58,19 @@ def output_softmax(s: Any) -> None:
 
 
 @triton.jit
-def _clipped(p, g, norm, max_norm):
-    """train/optim.py's clipping of one gradient tile (stages._clipped)."""
+def _clipped(p, g, norm, max_norm, nonfinite_scale):
+    """optim.clipped on one gradient tile."""
     factor = tl.where(norm >= max_norm, tl.math.div_rn(max_norm, norm), 1.0)
     finite = (norm == norm) & (tl.abs(norm) != float("inf"))
-    return tl.where(finite, g * factor, 0.1 * p)
+    return tl.where(finite, g * factor, nonfinite_scale * p)
 
 
 @triton.jit
-def _adadelta_update(param, grad, square_avg, acc_delta, norm_ptr, n, lr, max_norm, rho, one_minus_rho, eps, BLOCK: tl.constexpr):
+def _adadelta_update(param, grad, square_avg, acc_delta, norm_ptr, n, lr, max_norm, nonfinite_scale, rho, one_minus_rho, eps, BLOCK: tl.constexpr):
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = i < n
     p = tl.load(param + i, mask=m, other=0.0)
-    g = _clipped(p, tl.load(grad + i, mask=m, other=0.0), tl.load(norm_ptr), max_norm)
+    g = _clipped(p, tl.load(grad + i, mask=m, other=0.0), tl.load(norm_ptr), max_norm, nonfinite_scale)
     acc = tl.load(acc_delta + i, mask=m, other=0.0)
     sq = tl.load(square_avg + i, mask=m, other=0.0) * rho + one_minus_rho * (g * g)
     delta = tl.math.div_rn(tl.math.sqrt_rn(acc + eps), tl.math.sqrt_rn(sq + eps)) * g
@@ -83,20 +84,20 @@ def adadelta_update(s: Any) -> None:
     """The `adadelta_update` stage (stages.py) on its operands `s`."""
     n = s.param.numel()
     _adadelta_update[(triton.cdiv(n, UPDATE_BLOCK),)](
-        s.param, s.grad, s.square_avg, s.acc_delta, s.norm, n, s.lr, s.max_norm, s.rho, 1 - s.rho, s.eps, BLOCK=UPDATE_BLOCK
+        s.param, s.grad, s.square_avg, s.acc_delta, s.norm, n, s.lr, s.max_norm, optim.NONFINITE_SCALE, s.rho, 1 - s.rho, s.eps, BLOCK=UPDATE_BLOCK
     )
 
 
 @triton.jit
-def _sgd_update(param, grad, norm_ptr, n, lr, max_norm, BLOCK: tl.constexpr):
+def _sgd_update(param, grad, norm_ptr, n, lr, max_norm, nonfinite_scale, BLOCK: tl.constexpr):
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = i < n
     p = tl.load(param + i, mask=m, other=0.0)
-    g = _clipped(p, tl.load(grad + i, mask=m, other=0.0), tl.load(norm_ptr), max_norm)
+    g = _clipped(p, tl.load(grad + i, mask=m, other=0.0), tl.load(norm_ptr), max_norm, nonfinite_scale)
     tl.store(param + i, p - lr * g, mask=m)
 
 
 def sgd_update(s: Any) -> None:
     """The `sgd_update` stage (stages.py) on its operands `s`."""
     n = s.param.numel()
-    _sgd_update[(triton.cdiv(n, UPDATE_BLOCK),)](s.param, s.grad, s.norm, n, s.lr, s.max_norm, BLOCK=UPDATE_BLOCK)
+    _sgd_update[(triton.cdiv(n, UPDATE_BLOCK),)](s.param, s.grad, s.norm, n, s.lr, s.max_norm, optim.NONFINITE_SCALE, BLOCK=UPDATE_BLOCK)

@@ -4,15 +4,17 @@ torch's form (`TorchStep`) is the home: optim.clip_gradients, then the step of t
 optim.build_optimizer built, whatever a researcher changed there. The `kernels` recurrence's `KernelStep` does both
 in one pass per parameter (one Triton kernel each on a GPU, where the two take about eleven) for Adadelta and SGD,
 from their `lr`, `rho` and `eps` alone: a second form, which an edit of the optimiser (momentum, weight decay,
-another rule) does not reach. So before a run relies on it, `choose` runs two updates of both from the same
-gradients on a small float64 model of the run's architecture, the first clipped and the second not, and compares
-the parameters and the optimiser's state; where they differ, or the optimiser has no kernel form, the run takes
-torch's step, with one log line, and meta.json says so (`settings.update`). Where the Triton kernels run, the
-step's stage is also checked against its torch reference on the device (selfcheck.update_stage_differences).
+another rule) does not reach. So before a run relies on it, `choose` runs three updates of both from the same
+gradients on a small float64 model of the run's architecture (one clipped, one not, one whose norm is NaN) and
+compares the parameters and the optimiser's state; where they differ, the run takes torch's step, with one log line,
+and meta.json says so (`settings.update`; an optimiser with no kernel form takes torch's step without a line, as it
+always has). Where the Triton kernels run, the step's stage is also checked against its torch reference on the
+device (selfcheck.update_stage_differences).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,8 +35,9 @@ KERNEL_FORMS: dict[type[torch.optim.Optimizer], str] = {torch.optim.Adadelta: "a
 # another order differ by ~1e-15; a step that leaves out a momentum or a weight decay, by orders of magnitude more.
 STEP_TOLERANCE = 1e-10
 
-# Updates the start-of-run check runs: a momentum or a bias correction shows only from the second on.
-UPDATES_CHECKED = 2
+# The gradients' norm, as a multiple of clip_norm, in each update the start-of-run check runs: above the threshold,
+# below it (a momentum or a bias correction shows only from the second update on), and not finite (GroundHog's 0.1·p).
+NORMS_CHECKED = (2.0, 0.5, float("nan"))
 
 
 def norm_parameters(model: nn.Module, clip_embeddings: bool) -> list[nn.Parameter]:
@@ -45,8 +48,6 @@ def norm_parameters(model: nn.Module, clip_embeddings: bool) -> list[nn.Paramete
 
 class TorchStep:
     """optim.clip_gradients, then the optimiser's own step (the home)."""
-
-    name = "torch"
 
     def __init__(self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], norm_params: list[nn.Parameter], max_norm: float, on_device: bool) -> None:
         self.optimizer, self.params, self.norm_params, self.max_norm, self.on_device = optimizer, params, norm_params, max_norm, on_device
@@ -62,8 +63,6 @@ class KernelStep:
     """The clipping and an Adadelta or SGD step in one stage per parameter (kernel_stages.py); the optimiser's state
     stays torch's, so that a checkpoint resumes either way. It takes TorchStep's arguments (STEPS builds either);
     `params` and `on_device` are implied: it steps every parameter with a gradient, and clips on the device."""
-
-    name = "kernels"
 
     def __init__(self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], norm_params: list[nn.Parameter], max_norm: float, on_device: bool) -> None:
         if type(optimizer) not in KERNEL_FORMS:
@@ -96,21 +95,16 @@ STEPS: dict[str, type[TorchStep] | type[KernelStep]] = {"torch": TorchStep, "ker
 
 
 def no_kernel_form(optimizer: torch.optim.Optimizer) -> str:
-    return f"the optimiser is {type(optimizer).__name__}; the kernel step has a form of {' and '.join(cls.__name__ for cls in KERNEL_FORMS)} only"
+    """Why an optimiser has no kernel step, in words."""
+    return f"the optimiser is {type(optimizer).__name__}, and the kernel step has a form of {' and '.join(cls.__name__ for cls in KERNEL_FORMS)} only"
 
 
 @dataclass
 class StepCheck(selfcheck.Comparison):
-    """The kernel step beside torch's after UPDATES_CHECKED updates."""
+    """The kernel step beside torch's after the updates of NORMS_CHECKED."""
 
     tolerance: ClassVar[float] = STEP_TOLERANCE
     home: ClassVar[str] = "torch's step (clip_gradients, then the optimiser build_optimizer built)"
-
-
-def _share(value: Tensor, reference: Tensor) -> float:
-    scale = float(reference.double().norm())
-    difference = float((value.double() - reference.double()).norm())
-    return difference / scale if scale > 0 else difference
 
 
 def _state_differences(name: str, ours: dict[str, Any], theirs: dict[str, Any]) -> list[tuple[str, float]]:
@@ -118,16 +112,17 @@ def _state_differences(name: str, ours: dict[str, Any], theirs: dict[str, Any]) 
     found = []
     for key in sorted(set(ours) | set(theirs)):
         if key not in ours or key not in theirs:
-            found.append((f"the optimiser's state {key!r} of {name}", float("inf")))
+            keeps = "torch's step keeps it, the kernel step does not" if key in theirs else "the kernel step keeps it, torch's step does not"
+            found.append((f"the optimiser's state {key!r} of {name} ({keeps})", math.inf))
         elif isinstance(theirs[key], Tensor):
-            found.append((f"the optimiser's state {key!r} of {name}", _share(torch.as_tensor(ours[key]), theirs[key])))
+            found.append((f"the optimiser's state {key!r} of {name}", selfcheck.share_of(torch.as_tensor(ours[key]).double(), theirs[key].double(), 1e-300)))
     return found
 
 
 def step_differences(model_cfg: dict[str, Any], train_cfg: dict[str, Any], vocab: int = 24, seed: int = 0) -> StepCheck:
-    """UPDATES_CHECKED updates of a small float64 model of `model_cfg`'s architecture by the kernel step (its stages'
-    torch references) and by torch's step, both with the optimiser optim.build_optimizer builds from `train_cfg`,
-    from the same random gradients (the first update's norm twice the clipping threshold, the second's half)."""
+    """An update for each of NORMS_CHECKED of a small float64 model of `model_cfg`'s architecture by the kernel step
+    (its stages' torch references) and by torch's step, both with the optimiser optim.build_optimizer builds from
+    `train_cfg`, from the same random gradients scaled to that multiple of the clipping threshold."""
     start = time.perf_counter()
     cfg = {**selfcheck.small(model_cfg), "dropout": 0.0}
     with torch.random.fork_rng(devices=[]), stages.implementation("reference"):
@@ -140,7 +135,7 @@ def step_differences(model_cfg: dict[str, Any], train_cfg: dict[str, Any], vocab
             optimizers.append(optim.build_optimizer(params, train_cfg["optimizer"]))
             steps.append(form(optimizers[-1], params, norm_parameters(model, train_cfg["clip_embeddings"]), train_cfg["clip_norm"], False))
         measured = {id(p) for p in norm_parameters(models[0], train_cfg["clip_embeddings"])}
-        for scale in (2.0, 0.5)[:UPDATES_CHECKED]:
+        for scale in NORMS_CHECKED:
             grads = [torch.randn_like(p) for p in models[0].parameters()]
             norm = float(optim.global_norm([g for g, p in zip(grads, models[0].parameters()) if id(p) in measured]))
             for model, step in zip(models, steps):
@@ -150,15 +145,13 @@ def step_differences(model_cfg: dict[str, Any], train_cfg: dict[str, Any], vocab
     (torch_model, kernel_model), (torch_optimizer, kernel_optimizer) = models, optimizers
     differences = []
     for (name, ours), theirs in zip(kernel_model.named_parameters(), torch_model.parameters()):
-        differences.append((f"the parameter {name}", _share(ours.detach(), theirs.detach())))
+        differences.append((f"the parameter {name}", selfcheck.share_of(ours.detach(), theirs.detach(), 1e-300)))
         differences += _state_differences(name, kernel_optimizer.state[ours], torch_optimizer.state[theirs])
     return StepCheck(differences, time.perf_counter() - start)
 
 
 def _problem(model_cfg: dict[str, Any], train_cfg: dict[str, Any], optimizer: torch.optim.Optimizer, device: torch.device) -> str | None:
     """Why the kernel step cannot stand in for torch's in this run, in words; None where it passes every check."""
-    if type(optimizer) not in KERNEL_FORMS:
-        return no_kernel_form(optimizer)
     try:
         check = step_differences(model_cfg, train_cfg)
     except Exception as error:  # noqa: BLE001 (an edited optimiser that the kernel step cannot follow: it falls back)
@@ -179,10 +172,12 @@ def choose(
     checks, else torch's; with the log line that says why the kernel step was left, if it was."""
     if asked != "kernels":
         return Choice("torch", f"the recurrence asked for is {asked} (the kernel step comes with kernels)"), None
+    if type(optimizer) not in KERNEL_FORMS:
+        return Choice("torch", no_kernel_form(optimizer)), None
     start = time.perf_counter()
     problem = _problem(model_cfg, train_cfg, optimizer, device)
     seconds = f"in {time.perf_counter() - start:.2f} s"
     if problem is None:
-        how = f"checked against torch's step over {UPDATES_CHECKED} updates" + (f" and its Triton stage on {device}" if stages.runs_triton(device) else "")
+        how = f"checked against torch's step over {len(NORMS_CHECKED)} updates" + (f" and its Triton stage on {device}" if stages.runs_triton(device) else "")
         return Choice("kernels", f"the recurrence's: one stage per parameter; {how} {seconds}"), None
     return Choice("torch", f"kernels left behind: {problem}; checked {seconds}"), f"update kernels: {problem}; this run updates with torch's step"

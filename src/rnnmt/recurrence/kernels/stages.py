@@ -75,7 +75,7 @@ class Stage:
     """A stage: its operands are a subclass's dataclass fields; it has a torch reference and a Triton launch."""
 
     name: ClassVar[str]
-    launches: ClassVar[int] = 1  # Triton kernels per launch (bench.py counts them)
+    launches: ClassVar[int] = 1  # Triton kernels per launch (rnnmt bench counts them)
 
     def reference(self) -> None:
         raise NotImplementedError
