@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from rnnmt.models.loops import Paths
-from rnnmt.recurrence.kernels import stages
+from rnnmt.recurrence.kernels import luong_attention, stages
 from rnnmt.train import kernel_stages, selfcheck
 
 from conftest import tiny_luong_config
@@ -151,7 +151,7 @@ def _failing_to_compile(stage: stages.Stage) -> None:
     raise RuntimeError("CompilationError: at 12:4: unsupported ptr type in tl.store\nmore lines of the compiler's message")
 
 
-def _off_by_a_little(stage: stages.LuongStep) -> None:
+def _off_by_a_little(stage: luong_attention.LuongStep) -> None:
     stage.reference()
     stage.ctx.mul_(1.001)  # the context, 0.1% off
 

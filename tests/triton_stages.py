@@ -6,6 +6,11 @@ printed as JSON (> 1 fails), with every stage that failed to run. Then a whole p
 with the Triton kernels against those with the references. On a CPU run it with TRITON_INTERPRET=1 (Triton's
 interpreter: test_kernels.py does); on a GPU, `--device cuda` (test_kernels_cuda.py does).
 
+`--compile-for 90` instead compiles every kernel variant those updates launch (each system, both precisions, both
+sizes) for a CUDA GPU of that compute capability, on a CPU without one (Triton's compiler down to the GPU's machine
+code; the stages' references give the update its values): the kernels as a GPU would build them, from the arguments
+their stages bind, where the interpreter is lenient about types.
+
 Sizes: `ragged` (odd widths, a shorter row on each side: the blocks' and masks' edges; RNNsearch's context and
 alignment over 128 columns, so that the attention's second column block runs) or `paper` (RNNsearch
 at B 80, emb 620, hidden and alignment 1000, 50 source positions, GroundHog's initialisation; Luong at B 128, emb
@@ -104,14 +109,76 @@ def update_difference(model: dict[str, Any], device: torch.device) -> float:
     return max(float((a - b).abs().max()) for a, b in zip(*grads))
 
 
+class _Compiled(Exception):
+    """Raised after a stage's kernels compiled instead of running: the check then gives it the reference's outputs."""
+
+
+_POINTERS = {
+    torch.float32: "*fp32",
+    torch.bfloat16: "*bf16",
+    torch.float16: "*fp16",
+    torch.float64: "*fp64",
+    torch.int64: "*i64",
+    torch.int32: "*i32",
+    torch.bool: "*i1",
+}
+
+
+def _type(value: Any) -> str:
+    """Triton's signature type of a runtime argument."""
+    if isinstance(value, torch.Tensor):
+        return _POINTERS[value.dtype]
+    if isinstance(value, bool):
+        return "i1"
+    if isinstance(value, int):
+        return "i32" if -(2**31) <= value < 2**31 else "i64"
+    return "fp32"
+
+
+def compiled_for(capability: int, sizes: list[str]) -> dict[str, Any]:
+    """Every kernel variant the systems' updates launch at `sizes` (both precisions), compiled for a CUDA GPU of
+    `capability` (90: Hopper): how many, and the compiler's first line for each kernel that failed."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    target, seen, failures = GPUTarget("cuda", capability, 32), set(), {}
+
+    def compile_only(kernel: Any, grid: tuple[int, ...], arguments: dict[str, Any]) -> None:
+        signature = {p.name: "constexpr" if p.is_constexpr else _type(arguments[p.name]) for p in kernel.params}
+        constants = {p.name: arguments[p.name] for p in kernel.params if p.is_constexpr}
+        key = (kernel.__name__, tuple(signature.items()), tuple(constants.items()), arguments.get("num_warps", 4))
+        if key not in seen:
+            seen.add(key)
+            try:
+                triton.compile(ASTSource(kernel, signature, constants), target=target, options={"num_warps": key[-1]})
+            except Exception as error:  # noqa: BLE001 (the compiler's error, reported by kernel)
+                failures[kernel.__name__] = f"{type(error).__name__}: {str(error).strip().splitlines()[0][:300]}"
+
+    def compile_then_refer(stage: stages.Stage) -> None:
+        launch_checked(stage)  # every kernel of the stage compiles; none runs
+        raise _Compiled
+
+    stages.start, launch_checked, stages.Stage.launch_checked = compile_only, stages.Stage.launch_checked, compile_then_refer
+    for size in sizes:
+        for precision in ("float32", "bfloat16"):
+            differences(torch.device("cpu"), precision, size)
+    return {"compiled": len(seen), "kernels": sorted({key[0] for key in seen}), "failures": failures}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--sizes", choices=SIZES, default="ragged")
+    parser.add_argument("--sizes", choices=SIZES, nargs="+", default=["ragged"])
+    parser.add_argument("--compile-for", type=int, metavar="CAPABILITY", help="compile for a CUDA GPU of this compute capability (90: Hopper) instead")
     args = parser.parse_args()
+    if args.compile_for:
+        with stages.implementation("triton"):
+            print(json.dumps(compiled_for(args.compile_for, args.sizes)))
+        return
     device = torch.device(args.device)
     with stages.implementation("triton"):
-        result = {precision: differences(device, precision, args.sizes) for precision in ("float32", "bfloat16")}
+        result = {precision: differences(device, precision, args.sizes[0]) for precision in ("float32", "bfloat16")}
     result["update"] = {name: update_difference(model, device) for name, model in SYSTEMS.items()}
     result["stages"] = list(stages.STAGES)
     print(json.dumps(result))

@@ -55,6 +55,20 @@ def attention_context(alpha: Tensor, annotations: Tensor, out: Tensor | None = N
     return torch.bmm(alpha, annotations, out=out)
 
 
+# The gradients of the equations above that the fast loops' backward passes and the kernel stages' references write
+# out (one home for both; train/selfcheck.py checks them against autograd through the equations).
+
+
+def weights_grad(alpha: Tensor, d_alpha: Tensor, out: Tensor) -> Tensor:
+    """The energies' gradient from the weights' (`attention_weights`): α ∘ (dα − Σ_s α_s dα_s) into out."""
+    return torch.ops.aten._softmax_backward_data.out(d_alpha, alpha, -1, alpha.dtype, grad_input=out)
+
+
+def additive_terms_grad(d_energies: Tensor, v: Tensor, terms: Tensor) -> Tensor:
+    """The gradient of `additive_terms`' sums (keys + query) [B, S, A] from the energies' [B, S]: de ∘ v ∘ (1 − tanh²)."""
+    return torch.ops.aten.tanh_backward(d_energies.unsqueeze(2) * v, terms)
+
+
 class Attention(Initialised, Protocol):
     """What every attention offers its decoder: the keys of a batch, computed once (`prepare`), and how its
     parameters are initialised (`init_rules`)."""

@@ -37,6 +37,12 @@ def attentional_state(pre: Tensor, out: Tensor | None = None) -> Tensor:
     return torch.tanh(pre, out=out)
 
 
+def attentional_state_grad(d_h_tilde: Tensor, h_tilde: Tensor, out: Tensor) -> Tensor:
+    """The gradient of `attentional_state`'s product from h̃'s: dh̃ ∘ (1 − h̃²) into out (the fast loops' backward
+    passes and the kernel stage's reference)."""
+    return torch.ops.aten.tanh_backward.grad_input(d_h_tilde, h_tilde, grad_input=out)
+
+
 class WordTerms:
     """What each vocabulary word contributes wherever the decoder reads it, computed once per search: rows
     [V, ·] of the vocabulary, not of sentences, so beam search's `take` (which picks sentence rows of

@@ -7,8 +7,10 @@ h = (1 − z) ∘ h_prev + z ∘ h̃; and only the candidate has a bias.
 The equations are the functions `gates`, `candidate` and `interpolate` (GroundHog's
 `RecurrentLayer.step_fprop`, groundhog/layers/rec_layers.py), given the pre-activations (the sums of the
 products with the weights); `step` composes them, and so do the fast loops (recurrence/fused.py's forward,
-the kernel stages' torch references), so an edit here reaches every path. Their hand-written backward passes are the only second
-form, checked against autograd through `step` before a run relies on them (train/selfcheck.py).
+the kernel stages' torch references), so an edit here reaches every path. Their gradients are written once too
+(`candidate_grad`, `gates_grad`, `previous_state_grad`), for the fast loops' hand-written backward passes and the
+kernel stages' references: a second form, checked against autograd through `step` before a run relies on it
+(train/selfcheck.py). An edit of an equation reaches the check, not the gradients: its fast loops fall back.
 """
 
 from __future__ import annotations
@@ -37,6 +39,24 @@ def interpolate(h: Tensor, z: Tensor, cand: Tensor, keep: Tensor | None = None, 
     if keep is not None:
         step.mul_(keep)
     return torch.add(h, step, out=out)
+
+
+def candidate_grad(d_step: Tensor, z: Tensor, cand: Tensor, out: Tensor) -> Tensor:
+    """d(h̃'s pre-activation) = d_step ∘ z ∘ (1 − h̃²) into out, d_step the new state's gradient (∘ keep)."""
+    return torch.ops.aten.tanh_backward.grad_input(d_step * z, cand, grad_input=out)
+
+
+def gates_grad(d_step: Tensor, d_rh: Tensor, h: Tensor, z: Tensor, r: Tensor, cand: Tensor, out: Tensor) -> None:
+    """d(z's, r's pre-activations) into out [N, 2H]: d_step ∘ (h̃ − h) through z, d(r∘h) ∘ h through r."""
+    H = h.shape[1]
+    torch.ops.aten.sigmoid_backward.grad_input(d_step * (cand - h), z, grad_input=out[:, :H])
+    torch.ops.aten.sigmoid_backward.grad_input(d_rh * h, r, grad_input=out[:, H:])
+
+
+def previous_state_grad(d: Tensor, d_rh: Tensor, r: Tensor, d_step: Tensor, z: Tensor) -> Tensor:
+    """d + d(r∘h) ∘ r − d_step ∘ z, in place on d: the previous state's gradient through r∘h and the interpolation, d
+    holding the new state's gradient (and the gates' products with U_zr, where the caller adds them first)."""
+    return d.addcmul_(d_rh, r).sub_(d_step * z)
 
 
 class GroundhogGRU(nn.Module):

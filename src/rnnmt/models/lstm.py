@@ -46,12 +46,14 @@ def unpack_state(packed: Tensor) -> State:
     return packed[:, 0].transpose(0, 1).contiguous(), packed[:, 1].transpose(0, 1).contiguous()
 
 
+def clip_cell(c: Tensor, clip: float | None) -> Tensor:
+    """Luong's forward clipping of the cell state to ±clip (none without a clip)."""
+    return c.clamp(-clip, clip) if clip is not None else c
+
+
 def clip_state(state: State, clip: float | None) -> State:
-    """Luong's forward clipping of the cell state (h is already within ±1)."""
-    if clip is None:
-        return state
-    h, c = state
-    return h, c.clamp(-clip, clip)
+    """`clip_cell` on a state's cell (h is already within ±1)."""
+    return state[0], clip_cell(state[1], clip)
 
 
 def call(lstm: nn.LSTM, x: Tensor | nn.utils.rnn.PackedSequence, state: State | None) -> tuple[Tensor | nn.utils.rnn.PackedSequence, State]:
@@ -139,6 +141,11 @@ def cell(
     c_new = torch.mul(f, c, out=c_new).addcmul_(i, g)
     tanh_c = torch.tanh(c_new, out=tanh_c)
     return pre, c_new, tanh_c, torch.mul(o, tanh_c, out=h_new)
+
+
+def clipped_cell_grad(dc: Tensor, c_raw: Tensor, clip: float | None) -> Tensor:
+    """dL/dc' back through `clip_cell` (c' before its clip: c_raw): 0 where the clip held c' at ±clip."""
+    return dc * (c_raw.abs() <= clip) if clip is not None else dc
 
 
 def cell_backward(dh: Tensor, dc: Tensor, gates: Tensor, c_prev: Tensor, tanh_c: Tensor, d_gates: Tensor) -> Tensor:

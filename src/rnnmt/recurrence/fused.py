@@ -52,14 +52,10 @@ def _gru_backward(p: Precision, dh: Tensor, h: Tensor, U_gates: Tensor, U_cand: 
     H = h.shape[1]
     z, r = gates[:, :H], gates[:, H:]
     dstep = dh * keep if keep is not None else dh
-    # dh̃ pre-activation: dstep ∘ z ∘ (1 − h̃²)
-    torch.ops.aten.tanh_backward.grad_input(dstep * z, cand, grad_input=dx[:, 2 * H :])
+    gru.candidate_grad(dstep, z, cand, out=dx[:, 2 * H :])
     drh = p.mm(dx[:, 2 * H :], U_cand)
-    torch.ops.aten.sigmoid_backward.grad_input(dstep * (cand - h), z, grad_input=dx[:, :H])
-    torch.ops.aten.sigmoid_backward.grad_input(drh * h, r, grad_input=dx[:, H : 2 * H])
-    dh_prev = p.addmm(dh, dx[:, : 2 * H], U_gates)
-    dh_prev.addcmul_(drh, r).sub_(dstep * z)
-    return dh_prev
+    gru.gates_grad(dstep, drh, h, z, r, cand, out=dx[:, : 2 * H])
+    return gru.previous_state_grad(p.addmm(dh, dx[:, : 2 * H], U_gates), drh, r, dstep, z)
 
 
 def _gru_weight_grads(p: Precision, dx: Tensor, h_prev: Tensor, rh: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -183,8 +179,8 @@ class AttentiveGRULoop(torch.autograd.Function):
             dalpha = torch.bmm(dc.unsqueeze(1), annotations.transpose(1, 2)).squeeze(1)
             if d_alphas is not None:
                 dalpha = dalpha + d_alphas[t]
-            torch.ops.aten._softmax_backward_data.out(dalpha, alpha, -1, alpha.dtype, grad_input=de_all[t])
-            dpre = torch.ops.aten.tanh_backward(de_all[t].unsqueeze(2) * v, tanh[t])
+            attention.weights_grad(alpha, dalpha, out=de_all[t])
+            dpre = attention.additive_terms_grad(de_all[t], v, tanh[t])
             dkeys += dpre
             torch.sum(dpre, dim=1, out=dq_all[t])
             ds = p.addmm(ds + d_states[t], dq_all[t], Wa)
@@ -340,7 +336,7 @@ class LuongFeedLoop(torch.autograd.Function):
                 base = xs[t] if layer == 0 else bias[layer].expand(B, 4 * H) if bias[layer] is not None else None
                 pre = p.addmm(base, xh[layer, t], W[layer].t(), out=gates[layer, t])
                 lstm.cell(pre, c[layer, t], c_raw[layer, t], tanh_c[layer, t], h[layer, t + 1])
-                c[layer, t + 1] = c_raw[layer, t].clamp(-clip, clip) if clip is not None else c_raw[layer, t]
+                c[layer, t + 1] = lstm.clip_cell(c_raw[layer, t], clip)
             top = h[L - 1, t + 1]
             if loop.dot:
                 energy = attention.dot_energies(top.unsqueeze(1), keys).squeeze(1)
@@ -378,7 +374,7 @@ class LuongFeedLoop(torch.autograd.Function):
         if loop.dot:
             d_scores, d_contexts = p.buffer(contexts, *alphas.shape), p.buffer(contexts, T, B, H)
         for t in range(T - 1, -1, -1):
-            torch.ops.aten.tanh_backward.grad_input(d_h_tilde[t] + d_fed, h_tilde[t + 1], grad_input=d_pre_c[t])
+            decoders.attentional_state_grad(d_h_tilde[t] + d_fed, h_tilde[t + 1], out=d_pre_c[t])
             top = h[L - 1, t + 1]
             d_context = p.mm(d_pre_c[t], Wcc)
             if loop.dot:
@@ -386,7 +382,7 @@ class LuongFeedLoop(torch.autograd.Function):
                 d_alpha = torch.bmm(d_context.unsqueeze(1), annotations.transpose(1, 2)).squeeze(1)
                 if d_alphas is not None:
                     d_alpha += d_alphas[t]
-                torch.ops.aten._softmax_backward_data.out(d_alpha, alphas[t], -1, alphas.dtype, grad_input=d_scores[t])
+                attention.weights_grad(alphas[t], d_alpha, out=d_scores[t])
                 d_top = torch.bmm(d_scores[t].unsqueeze(1), keys).squeeze(1)
             else:
                 with torch.enable_grad():
@@ -406,9 +402,8 @@ class LuongFeedLoop(torch.autograd.Function):
             d_below = p.addmm(d_top, d_pre_c[t], Wch)
             for layer in range(L - 1, -1, -1):
                 d_out = dh[layer] + d_below
-                if clip is not None:
-                    dc[layer] = dc[layer] * (c_raw[layer, t].abs() <= clip)
-                dc[layer] = lstm.cell_backward(d_out, dc[layer], gates[layer, t], c[layer, t], tanh_c[layer, t], d_gates[layer, t])
+                dc_new = lstm.clipped_cell_grad(dc[layer], c_raw[layer, t], clip)
+                dc[layer] = lstm.cell_backward(d_out, dc_new, gates[layer, t], c[layer, t], tanh_c[layer, t], d_gates[layer, t])
                 d_xh = p.mm(d_gates[layer, t], W[layer])
                 d_in, dh[layer] = d_xh[:, :H], d_xh[:, H:]
                 if layer == 0:
@@ -450,7 +445,7 @@ class LSTMScan(torch.autograd.Function):
         for t in range(T):
             lstm.cell(p.addmm(gates[t], h[t], Whh_t, out=gates[t]), c[t], c_raw[t], tanh_c[t], h_new[t])
             torch.lerp(h[t], h_new[t], keep[t], out=h[t + 1])
-            torch.lerp(c[t], c_raw[t].clamp(-clip, clip) if clip is not None else c_raw[t], keep[t], out=c[t + 1])
+            torch.lerp(c[t], lstm.clip_cell(c_raw[t], clip), keep[t], out=c[t + 1])
         ctx.clip = clip
         ctx.save_for_backward(h, c, gates, c_raw, tanh_c, keep, W_hh)
         return h[1:].transpose(0, 1), h[T], c[T]
@@ -469,9 +464,7 @@ class LSTMScan(torch.autograd.Function):
             dh = dh + d_out[t]
             dh_new, dc_new = dh * keep[t], dc * keep[t]  # into this step's update; the rest carries over
             dh, dc = dh - dh_new, dc - dc_new
-            if clip is not None:
-                dc_new = dc_new * (c_raw[t].abs() <= clip)
-            dc = dc + lstm.cell_backward(dh_new, dc_new, gates[t], c[t], tanh_c[t], d_gates[t])
+            dc = dc + lstm.cell_backward(dh_new, lstm.clipped_cell_grad(dc_new, c_raw[t], clip), gates[t], c[t], tanh_c[t], d_gates[t])
             dh = p.addmm(dh, d_gates[t], Whh)
         return d_gates.transpose(0, 1), dh, dc, None, weight_grad(p, d_gates, h[:-1]), None
 

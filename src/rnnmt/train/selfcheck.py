@@ -65,7 +65,7 @@ SLACK = 8.0
 TOLERANCE = {torch.float32: 1e-6, torch.bfloat16: 2.0**-7, torch.float16: 2.0**-10}
 
 # Columns of the guard's output softmax, and weights of its updates: more than two of their Triton kernels' tiles
-# and blocks (2,048, triton_update.py), so that the passes over several are compared, not only one that fits.
+# and blocks (2,048, kernel_stages.py), so that the passes over several are compared, not only one that fits.
 WIDE = 5000
 
 # The small model the guard trains one update of: the system's architecture at these sizes.
@@ -136,8 +136,9 @@ def _compare(found: dict[str, StageCheck], stage: stages.Stage) -> None:
     except Exception as error:  # noqa: BLE001 (a compiler's or driver's error of any kind)
         message = str(error).strip().splitlines()
         check.error = f"{type(error).__name__}: {message[0] if message else ''}"[:300]
-        for name, value in operands.items():
-            value.copy_(getattr(twin, name))
+        for name, value in operands.items():  # the outputs only: an input autograd keeps must stay at its version
+            if not torch.equal(value, getattr(twin, name)):
+                value.copy_(getattr(twin, name))
         return
     for name, value in operands.items():
         if value.is_floating_point():

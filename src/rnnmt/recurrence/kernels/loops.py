@@ -1,5 +1,5 @@
 """The loops of recurrence/fused.py with each step's pointwise work as single kernels (`train.recurrence:
-kernels`, stages.py), and `KernelLoops`, which runs a model's loops with them: the GPU path, few kernels per step.
+kernels`, the stages' modules), and `KernelLoops`, which runs a model's loops with them: the GPU path, few kernels per step.
 
 The equations and the saved values are those of fused.py's `GRUScan` and `AttentiveGRULoop`
 (GroundHog's rec_layers.py and encdec.py, paper-spec §1.2–1.4). What changes is how a step is cut into
@@ -34,7 +34,10 @@ from torch.autograd.function import once_differentiable
 from rnnmt.models import lstm
 from rnnmt.models.attention import LUONG_KINDS, LUONG_SCORES
 from rnnmt.recurrence.fused import FeedLoop, FeedTensors, FusedLoops, additive_loop, bahdanau_unsupported, fixed_context_loop
-from rnnmt.recurrence.kernels import stages
+from rnnmt.recurrence.kernels.additive_attention import AdditiveStep, AdditiveStepBack
+from rnnmt.recurrence.kernels.gru_step import GRUBackCand, GRUBackGates, GRUGates, GRUState
+from rnnmt.recurrence.kernels.lstm_cell import LSTMCell, LSTMCellBack
+from rnnmt.recurrence.kernels.luong_attention import KIND_FORMS, SCORE_FORMS, FeedTanh, FeedTanhBack, LuongStep, LuongStepBack
 from rnnmt.recurrence.precision import Precision, explicit_precision, weight_grad
 
 
@@ -51,85 +54,57 @@ def _flat(x: Tensor) -> Tensor:
 class GRUScanKernels(torch.autograd.Function):
     """GRUs over D directions at once: x [D, B, T, 3H] (a reversed direction's inputs already reversed), h0
     [D, B, H], keep [D, B, T] (1 real, 0 padding: the state carries over) or None, and per direction
-    U_zr [D, 2H, H], U [D, H, H], b [D, H]. Returns the states [D, B, T, H] in each direction's own order."""
+    U_zr [D, 2H, H], U [D, H, H], b [D, H]. Returns the states [D, B, T, H] in each direction's own order.
+    The stages read the directions' rows as one [D·B, ·] block; each product is one batched product over them."""
 
     @staticmethod
     @explicit_precision
     def forward(ctx: Any, x: Tensor, h0: Tensor, keep: Tensor | None, U_gates: Tensor, U_cand: Tensor, b_cand: Tensor) -> Tensor:
         D, B, T, H3 = x.shape
-        H, p = H3 // 3, ctx.precision
+        H, R, p = H3 // 3, D * B, ctx.precision
         xs = x.permute(2, 0, 1, 3).to(p.acc, memory_format=torch.contiguous_format, copy=True)  # [T, D, B, 3H]
         xs[..., 2 * H :] += b_cand.to(p.acc).unsqueeze(1)
-        keeps = keep.permute(2, 0, 1).to(p.acc).contiguous() if keep is not None else None  # [T, D, B]
-        states, states_c = p.buffer(x, T + 1, D, B, H), _companion(p, x, T + 1, D, B, H)
-        states[0], states_c[0] = h0, h0
-        gates, rh, cand = p.buffer(x, T, D, B, 2 * H), p.buffer(x, T, D, B, H), p.buffer(x, T, D, B, H)
-        rh_c, g, u = _companion(p, x, D, B, H), _companion(p, x, D, B, 2 * H), _companion(p, x, D, B, H)
+        xs = xs.view(T, R, H3)
+        keeps = keep.permute(2, 0, 1).reshape(T, R, 1).to(p.acc).contiguous() if keep is not None else None
+        states, states_c = p.buffer(x, T + 1, R, H), _companion(p, x, T + 1, R, H)
+        states[0], states_c[0] = h0.reshape(R, H), h0.reshape(R, H)
+        gates, rh, cand = p.buffer(x, T, R, 2 * H), p.buffer(x, T, R, H), p.buffer(x, T, R, H)
+        rh_c, g, u = _companion(p, x, R, H), _companion(p, x, R, 2 * H), _companion(p, x, R, H)
         Ug_t, Uc_t = U_gates.transpose(1, 2).to(p.compute), U_cand.transpose(1, 2).to(p.compute)
+        by_direction = lambda a: a.view(D, B, a.shape[-1])  # noqa: E731 (the rows as the products read them)
         for t in range(T):
-            k = _flat(keeps[t].unsqueeze(-1)) if keeps is not None else None
-            torch.bmm(states_c[t], Ug_t, out=g)
-            stages.GRUGates(x=_flat(xs[t]), xc=None, g=_flat(g), h=_flat(states[t]), gates=_flat(gates[t]), rh=_flat(rh[t]), rh_c=_flat(rh_c)).run()
-            torch.bmm(rh_c, Uc_t, out=u)
-            stages.GRUState(
-                x=_flat(xs[t]),
-                xc=None,
-                u=_flat(u),
-                gates=_flat(gates[t]),
-                h=_flat(states[t]),
-                keep=k,
-                cand=_flat(cand[t]),
-                out=_flat(states[t + 1]),
-                out_c=_flat(states_c[t + 1]),
-            ).run()
+            k = keeps[t] if keeps is not None else None
+            torch.bmm(by_direction(states_c[t]), Ug_t, out=by_direction(g))
+            GRUGates(x=xs[t], xc=None, g=g, h=states[t], gates=gates[t], rh=rh[t], rh_c=rh_c).run()
+            torch.bmm(by_direction(rh_c), Uc_t, out=by_direction(u))
+            GRUState(x=xs[t], xc=None, u=u, gates=gates[t], h=states[t], keep=k, cand=cand[t], out=states[t + 1], out_c=states_c[t + 1]).run()
         ctx.save_for_backward(states, states_c, gates, rh, cand, keeps, U_gates, U_cand)
-        return states[1:].permute(1, 2, 0, 3)
+        return states[1:].view(T, D, B, H).permute(1, 2, 0, 3)
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
         states, states_c, gates, rh, cand, keeps, U_gates, U_cand = ctx.saved_tensors
-        T, D, B, H = cand.shape
-        p = ctx.precision
-        grads = grad.permute(2, 0, 1, 3).to(p.acc, memory_format=torch.contiguous_format, copy=True)  # [T, D, B, H]
-        dx, dx_c = p.buffer(grad, T, D, B, 3 * H), _companion(p, grad, T, D, B, 3 * H)
-        base, m = p.buffer(grad, D, B, H, zero=True), _companion(p, grad, D, B, H)
-        dh, drh, dzr_c = p.buffer(grad, D, B, H), _companion(p, grad, D, B, H), _companion(p, grad, D, B, 2 * H)
+        D, B, T, H = grad.shape
+        R, p = D * B, ctx.precision
+        grads = grad.permute(2, 0, 1, 3).to(p.acc, memory_format=torch.contiguous_format, copy=True).view(T, R, H)
+        dx, dx_c = p.buffer(grad, T, R, 3 * H), _companion(p, grad, T, R, 3 * H)
+        base, m = p.buffer(grad, R, H, zero=True), _companion(p, grad, R, H)
+        dh, drh, dzr_c = p.buffer(grad, R, H), _companion(p, grad, R, H), _companion(p, grad, R, 2 * H)
         Ug, Uc = U_gates.to(p.compute), U_cand.to(p.compute)
+        by_direction = lambda a: a.view(*a.shape[:-2], D, B, a.shape[-1])  # noqa: E731
         for t in range(T - 1, -1, -1):
-            k = _flat(keeps[t].unsqueeze(-1)) if keeps is not None else None
-            stages.GRUBackCand(
-                base=_flat(base),
-                m=_flat(m),
-                extra=_flat(grads[t]),
-                mq=None,
-                gates=_flat(gates[t]),
-                cand=_flat(cand[t]),
-                keep=k,
-                dh=_flat(dh),
-                dx=_flat(dx[t]),
-                dx_c=_flat(dx_c[t]),
-            ).run()
-            torch.bmm(dx_c[t, ..., 2 * H :], Uc, out=drh)
-            stages.GRUBackGates(
-                dh=_flat(dh),
-                drh=_flat(drh),
-                gates=_flat(gates[t]),
-                cand=_flat(cand[t]),
-                h=_flat(states[t]),
-                keep=k,
-                dx=_flat(dx[t]),
-                dx_c=_flat(dx_c[t]),
-                dzr_c=_flat(dzr_c),
-                base=_flat(base),
-            ).run()
-            torch.bmm(dzr_c, Ug, out=m)
-        dh0 = base + m.to(p.acc)
-        by_direction = lambda a: a.transpose(0, 1)  # [T, D, ...] -> [D, T, ...]: one product per direction
-        dU_gates = torch.stack([weight_grad(p, by_direction(dx_c[..., : 2 * H])[d], by_direction(states_c[:-1])[d]) for d in range(D)])
-        dU_cand = torch.stack([weight_grad(p, by_direction(dx_c[..., 2 * H :])[d], by_direction(rh)[d]) for d in range(D)])
-        db = dx[..., 2 * H :].sum((0, 2))
-        return dx.permute(1, 2, 0, 3), dh0, None, dU_gates, dU_cand, db
+            k = keeps[t] if keeps is not None else None
+            GRUBackCand(base=base, recurrent=m, extra=grads[t], gates=gates[t], cand=cand[t], keep=k, dh=dh, dx=dx[t], dx_c=dx_c[t]).run()
+            torch.bmm(by_direction(dx_c[t, :, 2 * H :]), Uc, out=by_direction(drh))
+            GRUBackGates(dh=dh, drh=drh, gates=gates[t], cand=cand[t], h=states[t], keep=k, dx=dx[t], dx_c=dx_c[t], dzr_c=dzr_c, base=base).run()
+            torch.bmm(by_direction(dzr_c), Ug, out=by_direction(m))
+        dh0 = (base + m.to(p.acc)).view(D, B, H)
+        per_direction = lambda a: by_direction(a).transpose(0, 1)  # noqa: E731 ([T, R, ·] -> [D, T, B, ·]: one product per direction)
+        dU_gates = torch.stack([weight_grad(p, per_direction(dx_c[..., : 2 * H])[d], per_direction(states_c[:-1])[d]) for d in range(D)])
+        dU_cand = torch.stack([weight_grad(p, per_direction(dx_c[..., 2 * H :])[d], per_direction(rh)[d]) for d in range(D)])
+        db = by_direction(dx[..., 2 * H :]).sum((0, 2))
+        return by_direction(dx).permute(1, 2, 0, 3), dh0, None, dU_gates, dU_cand, db
 
 
 class AttentiveGRUKernels(torch.autograd.Function):
@@ -167,12 +142,12 @@ class AttentiveGRUKernels(torch.autograd.Function):
         C_t, Uc_t = C_in.t().to(p.compute), U_cand.t().to(p.compute)
         for t in range(T):
             torch.mm(states_c[t], W_qg, out=qg)
-            stages.AdditiveStep(keys=keys, q=qg[:, :A], v=v, mask=real, ann=annotations, tanh=tanh[t], alpha=alphas[t], ctx=contexts[t], ctx_c=ctx_c).run()
+            AdditiveStep(keys=keys, q=qg[:, :A], v=v, mask=real, ann=annotations, terms=tanh[t], alpha=alphas[t], ctx=contexts[t], ctx_c=ctx_c).run()
             if t + 1 < T:
                 torch.mm(ctx_c, C_t, out=xc)
-                stages.GRUGates(x=xs[t], xc=xc, g=qg[:, A:], h=states[t], gates=gates[t], rh=rh[t], rh_c=rh_c).run()
+                GRUGates(x=xs[t], xc=xc, g=qg[:, A:], h=states[t], gates=gates[t], rh=rh[t], rh_c=rh_c).run()
                 torch.mm(rh_c, Uc_t, out=u)
-                stages.GRUState(x=xs[t], xc=xc, u=u, gates=gates[t], h=states[t], keep=None, cand=cand[t], out=states[t + 1], out_c=states_c[t + 1]).run()
+                GRUState(x=xs[t], xc=xc, u=u, gates=gates[t], h=states[t], keep=None, cand=cand[t], out=states[t + 1], out_c=states_c[t + 1]).run()
         ctx.save_for_backward(states, states_c, contexts, alphas, tanh, gates, rh, cand, annotations, W_a, v_a, C_in, U_gates, U_cand)
         return states.transpose(0, 1), contexts.transpose(0, 1), alphas.transpose(0, 1)
 
@@ -195,20 +170,18 @@ class AttentiveGRUKernels(torch.autograd.Function):
         C_m, Uc = C_in.to(p.compute), U_cand.to(p.compute)
         for t in range(T - 1, -1, -1):
             if t + 1 < T:
-                stages.GRUBackCand(
-                    base=base, m=mgq, extra=d_states[t + 1], mq=None, gates=gates[t], cand=cand[t], keep=None, dh=dh, dx=dx[t], dx_c=dx_c[t]
-                ).run()
+                GRUBackCand(base=base, recurrent=mgq, extra=d_states[t + 1], gates=gates[t], cand=cand[t], keep=None, dh=dh, dx=dx[t], dx_c=dx_c[t]).run()
                 torch.mm(dx_c[t, :, 2 * H :], Uc, out=drh)
-                stages.GRUBackGates(dh=dh, drh=drh, gates=gates[t], cand=cand[t], h=states[t], keep=None, dx=dx[t], dx_c=dx_c[t], dzr_c=zq, base=base).run()
+                GRUBackGates(dh=dh, drh=drh, gates=gates[t], cand=cand[t], h=states[t], keep=None, dx=dx[t], dx_c=dx_c[t], dzr_c=zq, base=base).run()
                 torch.mm(dx_c[t], C_m, out=dcx)
-            stages.AdditiveStepBack(
+            AdditiveStepBack(
                 d_ctx=d_contexts[t],
                 dcx=dcx if t + 1 < T else None,
                 d_alpha=d_alphas[t] if d_alphas is not None else None,
                 ann=annotations,
                 alpha=alphas[t],
                 v=v,
-                tanh=tanh[t],
+                terms=tanh[t],
                 dc=dc_all[t],
                 de=de_all[t],
                 d_keys=d_keys,
@@ -283,7 +256,7 @@ class LSTMStackKernels(torch.autograd.Function):
         rows = lambda a: a.reshape(-1, a.shape[-1])  # [L, B, n] (a view) -> [L·B, n]
         for w in range(waves):
             torch.bmm(xh_c[w, :L], W_t, out=gemm)
-            stages.LSTMCell(
+            LSTMCell(
                 base=rows(base[w]),
                 gemm=rows(gemm),
                 c_prev=rows(c[w]),
@@ -318,7 +291,7 @@ class LSTMStackKernels(torch.autograd.Function):
         rows = lambda a: a.reshape(-1, a.shape[-1])
         for w in range(waves - 1, -1, -1):
             t = w - (L - 1)  # the top layer's step in this wave
-            stages.LSTMCellBack(
+            LSTMCellBack(
                 rest=rest,
                 own=rows(d_xh[w + 1, :L, :, H:]),
                 below=rows(d_xh[w + 1, 1:, :, :H]),
@@ -347,6 +320,24 @@ class LSTMStackKernels(torch.autograd.Function):
 def _forms(loop: FeedLoop) -> tuple[str, str]:
     """The kernels' forms of the loop's score and kind (attention.py's Score.form and Kind.form)."""
     return LUONG_SCORES[loop.attention.score].form, LUONG_KINDS[loop.attention.kind].form
+
+
+def _attention_operands(loop: FeedLoop, keys: Tensor, annotations: Tensor, mask: Tensor, v_a: Tensor | None, v_p: Tensor | None) -> dict[str, Any]:
+    """What every step's attention stage reads, forward and back: the keys, the annotations and their mask, v_a and
+    v_p, the window, the source's order and the score's and kind's forms."""
+    score, kind = _forms(loop)
+    att = loop.attention
+    return {
+        "keys": keys,
+        "mask": mask,
+        "ann": annotations,
+        "v_a": v_a,
+        "v_p": v_p,
+        "window": att.window,
+        "reversed_source": att.reversed_source,
+        "score": score,
+        "kind": kind,
+    }
 
 
 @dataclass(frozen=True)
@@ -414,7 +405,7 @@ class _FeedStack:
             top = layer == L - 1
             base = x if layer == 0 else self.bias[layer].expand(B, 4 * H) if self.bias[layer] is not None else None
             torch.mm(self.xh_c[layer, t], self.W[layer].t(), out=gemm)
-            stages.LSTMCell(
+            LSTMCell(
                 base=base,
                 gemm=gemm,
                 c_prev=self.c[layer, t],
@@ -438,7 +429,7 @@ class _FeedStack:
         L, H = len(self.W), d_below.shape[1]
         for layer in range(L - 1, -1, -1):
             top = layer == L - 1
-            stages.LSTMCellBack(
+            LSTMCellBack(
                 rest=None,
                 own=d_xh[layer, :, H:],
                 below=d_below if top else d_xh[layer + 1, :, :H],
@@ -459,7 +450,7 @@ class _FeedStack:
 
 class LuongFeedKernels(torch.autograd.Function):
     """fused.LuongFeedLoop (same inputs and outputs) for every Luong attention whose score and kind have a kernel form
-    (stages.SCORE_FORMS, KIND_FORMS: global, local-m, local-p; dot, general, concat, location): per step and layer a
+    (SCORE_FORMS, KIND_FORMS: global, local-m, local-p; dot, general, concat, location): per step and layer a
     product [W_ih W_hh]·[x; h] and one
     kernel for the cell (which also writes the next layer's dropped-out input); the query product h_t·W_qᵀ where
     the score or local-p needs one (W_a h_t, W_p h_t: `QueryWeights`); one kernel for the attention
@@ -473,7 +464,7 @@ class LuongFeedKernels(torch.autograd.Function):
     def forward(ctx: Any, loop: FeedLoop, *flat: Tensor | None) -> tuple[Tensor, Tensor]:
         L, clip, p = loop.layers, loop.clip, ctx.precision
         feed_mask, layer_masks = loop.feed_mask, loop.layer_masks
-        (score, kind), window, reversed_source = _forms(loop), loop.attention.window, loop.attention.reversed_source
+        score, kind = _forms(loop)
         w = FeedTensors.of(flat, L)
         x1, h0, c0, bias, b_c = w.x1, w.h0, w.c0, w.bias, w.b_c
         weights = QueryWeights.of(loop.attention)
@@ -481,6 +472,7 @@ class LuongFeedKernels(torch.autograd.Function):
         v_a, v_p = (v.reshape(-1).to(p.acc) if v is not None else None for v in (weights.v_a, weights.v_p))  # [1, H] -> [H]
         keys, annotations = w.keys.to(p.acc).contiguous(), w.annotations.to(p.acc).contiguous()
         mask = loop.source.mask.to(p.acc)
+        attention = _attention_operands(loop, keys, annotations, mask, v_a, v_p)
         B, T, H4 = x1.shape
         H, S, Q = H4 // 4, annotations.shape[1], W_q.shape[0] if W_q is not None else 0
         local_p = kind == "local-p"
@@ -504,19 +496,11 @@ class LuongFeedKernels(torch.autograd.Function):
             stack.step(t, xs[t], gemm, ctop_c[:, H:])
             if Q:
                 torch.mm(ctop_c[:, H:], Wq_t, out=queries[t])
-            stages.LuongStep(
+            LuongStep(
+                **attention,
                 top=xh[L - 1, t + 1, :, H:],
                 q=at(queries, t),
-                keys=keys,
-                mask=mask,
-                ann=annotations,
-                v_a=v_a,
-                v_p=v_p,
                 step=t,
-                window=window,
-                reversed_source=reversed_source,
-                score=score,
-                kind=kind,
                 alpha=alphas[t],
                 soft=at(soft, t),
                 ctx=contexts[t],
@@ -526,7 +510,7 @@ class LuongFeedKernels(torch.autograd.Function):
             ).run()
             torch.mm(ctop_c, Wc.t(), out=pre)
             fed = t + 1 < T
-            stages.FeedTanh(
+            FeedTanh(
                 bias=b_c,
                 pre=pre,
                 h_tilde=h_tilde[t + 1],
@@ -545,11 +529,12 @@ class LuongFeedKernels(torch.autograd.Function):
     def backward(ctx: Any, d_h_tilde: Tensor, d_alphas: Tensor | None) -> tuple[Tensor | None, ...]:
         loop, p = ctx.loop, ctx.precision
         L, clip, feed_mask, layer_masks = loop.layers, loop.clip, loop.feed_mask, loop.layer_masks
-        (score, kind), window, reversed_source = _forms(loop), loop.attention.window, loop.attention.reversed_source
+        score, kind = _forms(loop)
         xh, xh_c, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, keys, annotations, mask, Wc, W_q, v_a, v_p, queries, soft, pos, tanh_u, *saved = (
             ctx.saved_tensors
         )
         W, w = saved[:L], FeedTensors.of(saved[L:], L)
+        attention = _attention_operands(loop, keys, annotations, mask, v_a, v_p)
         stack = _FeedStack(W, w.bias, clip, layer_masks, xh, xh_c, c, gates, c_raw, tanh_c)
         T, B, H = contexts.shape
         S, Q = annotations.shape[1], W_q.shape[0] if W_q is not None else 0
@@ -568,7 +553,7 @@ class LuongFeedKernels(torch.autograd.Function):
         at = lambda a, t: a[t] if a is not None else None  # noqa: E731
         for t in range(T - 1, -1, -1):
             fed = t + 1 < T
-            stages.FeedTanhBack(
+            FeedTanhBack(
                 d_h_tilde=d_h_tilde[t],
                 d_fed=d_xh[0, :, :H] if fed else None,
                 fed_mask=feed_mask[t + 1] if fed and feed_mask is not None else None,
@@ -577,23 +562,15 @@ class LuongFeedKernels(torch.autograd.Function):
                 d_pre_c=d_pre_c,
             ).run()
             torch.mm(d_pre_c, Wc, out=d_ctop)
-            stages.LuongStepBack(
+            LuongStepBack(
+                **attention,
                 d_ctop=d_ctop,
                 d_alpha=at(d_alphas, t),
-                ann=annotations,
                 alpha=alphas[t],
                 soft=at(soft, t),
-                keys=keys,
                 q=at(queries, t),
-                mask=mask,
-                v_a=v_a,
-                v_p=v_p,
                 pos=at(pos, t),
                 tanh_u=at(tanh_u, t),
-                window=window,
-                reversed_source=reversed_source,
-                score=score,
-                kind=kind,
                 d_ctx=d_contexts[t],
                 d_scores=d_scores[t],
                 d_below=d_below,
@@ -642,9 +619,9 @@ def _kernel_forms(model_cfg: dict[str, Any]) -> str | None:
     if model_cfg.get("decoder", "gru") != "lstm" or model_cfg["attention"] == "none" or not model_cfg.get("feed_input"):
         return None
     score, kind = LUONG_SCORES[model_cfg["score"]].form, LUONG_KINDS[model_cfg["attention"]].form
-    if score not in stages.SCORE_FORMS:
+    if score not in SCORE_FORMS:
         return f"Luong's score {model_cfg['score']!r} has no kernel form (attention.LUONG_SCORES)"
-    if kind not in stages.KIND_FORMS:
+    if kind not in KIND_FORMS:
         return f"Luong's attention {model_cfg['attention']!r} has no kernel form (attention.LUONG_KINDS)"
     return None
 

@@ -1,22 +1,32 @@
-"""What the Triton kernels of triton_gru.py and triton_luong.py share: tanh, an attention row's softmax and
-context and their backward, and the launch helpers.
+"""What the stages' Triton kernels share: tanh, an attention row's softmax and context and their backward, and the
+launch grids.
 
 Every kernel reads its inputs in their own dtype (bfloat16 products, float32 states) and computes in
 float32; outputs are written in each output's dtype. 2-D operands are rows with a row stride and
 contiguous columns. tanh is written through exp (Triton's interpreter has no tanh), as accurate as torch's.
-Imported only where Triton runs the stages: a CUDA device, or a CPU under TRITON_INTERPRET=1 in the tests.
+Triton compiles a kernel at its first launch: on a CUDA device, or on a CPU under TRITON_INTERPRET=1 in the tests
+(set before this module is imported: `jit` reads it).
 """
 
 from __future__ import annotations
 
-import triton
-import triton.language as tl
-from torch import Tensor
+from typing import Any
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # no Triton (macOS): the kernels stay Python functions, which only a launch would run
+    triton = tl = None
 
 BLOCK = 256  # columns per program of the row-wise kernels
 
 
-@triton.jit
+def jit(fn: Any) -> Any:
+    """A Triton kernel or device function where Triton is installed."""
+    return triton.jit(fn) if triton is not None else fn
+
+
+@jit
 def tanh(x):
     """tanh through exp; below |x| = 1/4, where 1 − 2/(e^{2x} + 1) would lose x's low bits to cancellation, its
     Taylor series to x^13 (the next term is under 2e-12 of x there)."""
@@ -27,7 +37,7 @@ def tanh(x):
     return tl.where(tl.abs(x) < 0.25, series, 1.0 - 2.0 / (tl.exp(2.0 * x) + 1.0))
 
 
-@triton.jit
+@jit
 def softmax(energy, allowed):
     """α = softmax of the energies [BLOCK_S] over the allowed positions; 0 everywhere where none is allowed."""
     energy = tl.where(allowed, energy, float("-inf"))
@@ -36,7 +46,7 @@ def softmax(energy, allowed):
     return e / tl.where(total > 0, total, 1.0)
 
 
-@triton.jit
+@jit
 def context(weights, b, s, S, C, ann, ctx, ctx_c, ctx_c_stride, c_first, c_last, BLOCK_C: tl.constexpr):
     """Columns c_first..c_last of row b's context c = Σ_s α_s ann[b, s] [C] into ctx and ctx_c."""
     for c0 in range(c_first, c_last, BLOCK_C):
@@ -47,7 +57,7 @@ def context(weights, b, s, S, C, ann, ctx, ctx_c, ctx_c_stride, c_first, c_last,
         tl.store(ctx_c + b * ctx_c_stride + c, out.to(ctx_c.dtype.element_ty), mask=c < C)
 
 
-@triton.jit
+@jit
 def context_back(b, s, S, C, d_ctx, d_ctx_stride, dcx, dcx_stride, ann, dc_out, dc_columns, HAS_DCX: tl.constexpr, BLOCK_C: tl.constexpr):
     """Row b back through `context` at positions s: dc = d_ctx [+ dcx], its first dc_columns (C or 0) into dc_out;
     returns dL/dα_s = dc·ann[b, s]."""
@@ -63,18 +73,24 @@ def context_back(b, s, S, C, d_ctx, d_ctx_stride, dcx, dcx_stride, ann, dc_out, 
     return d_weights
 
 
-@triton.jit
+@jit
 def softmax_back(weights, d_weights):
     """The energies' gradient from α's: α ∘ (dα − Σ α dα)."""
     return weights * (d_weights - tl.sum(weights * d_weights, axis=0))
 
 
+def cdiv(n: int, block: int) -> int:
+    """Blocks of `block` that cover n."""
+    return -(-n // block)
+
+
 def row_grid(rows: int, H: int) -> tuple[int, int]:
-    return (rows, triton.cdiv(H, BLOCK))
+    return (rows, cdiv(H, BLOCK))
 
 
 def positions_block(S: int) -> int:
-    return triton.next_power_of_2(S)
+    """The power of two ≥ S (a block of a row's positions)."""
+    return 1 << max(S - 1, 0).bit_length()
 
 
 def columns_block(S: int) -> int:
@@ -85,12 +101,3 @@ def columns_block(S: int) -> int:
 
 # Warps per program of Luong's attention kernels (one program per sentence, tiles of columns_block).
 ATTENTION_WARPS = 8
-
-
-def present_or(t: Tensor | None, fallback: Tensor) -> Tensor:
-    """A pointer for an absent operand (its kernel branch is compiled out)."""
-    return t if t is not None else fallback
-
-
-def row_stride(t: Tensor | None) -> int:
-    return t.stride(0) if t is not None else 0
