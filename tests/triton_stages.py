@@ -145,8 +145,9 @@ def compiled_for(capability: int, sizes: list[str]) -> dict[str, Any]:
     target, seen, failures = GPUTarget("cuda", capability, 32), set(), {}
 
     def compile_only(kernel: Any, grid: tuple[int, ...], arguments: dict[str, Any]) -> None:
-        signature = {p.name: "constexpr" if p.is_constexpr else _type(arguments[p.name]) for p in kernel.params}
-        constants = {p.name: arguments[p.name] for p in kernel.params if p.is_constexpr}
+        constant = [p.name for p in kernel.params if p.is_constexpr or arguments[p.name] is None]  # None: an absent operand
+        signature = {p.name: "constexpr" if p.name in constant else _type(arguments[p.name]) for p in kernel.params}
+        constants = {name: arguments[name] for name in constant}
         key = (kernel.__name__, tuple(signature.items()), tuple(constants.items()), arguments.get("num_warps", 4))
         if key not in seen:
             seen.add(key)

@@ -115,20 +115,8 @@ class AttentiveGRULoop(torch.autograd.Function):
 
     @staticmethod
     @explicit_precision
-    def forward(
-        ctx: Any,
-        s0: Tensor,
-        x: Tensor,
-        keys: Tensor,
-        annotations: Tensor,
-        mask: Tensor,
-        W_a: Tensor,
-        v_a: Tensor,
-        C_in: Tensor,
-        U_gates: Tensor,
-        U_cand: Tensor,
-        b_cand: Tensor,
-    ) -> tuple[Tensor, Tensor, Tensor]:
+    def forward(ctx: Any, s0: Tensor, x: Tensor, keys: Tensor, annotations: Tensor, mask: Tensor, *weights: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        W_a, v_a, C_in, U_gates, U_cand, b_cand = weights  # AdditiveAttention.loop_weights, then the GRU's C, U_zr, U, b
         B, T, H3 = x.shape
         H, S, A, p = H3 // 3, keys.shape[1], keys.shape[2], ctx.precision
         xs = p.steps_first(x)

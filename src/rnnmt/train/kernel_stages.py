@@ -50,34 +50,34 @@ class OutputSoftmax(Stage):
 
 
 @jit
-def _logits(base, bias, v, V, HAS_BIAS: tl.constexpr):
+def _logits(base, bias, v, V):
     """A tile of a row's logits in float32 (+ bias); −inf beyond the vocabulary."""
     x = tl.load(base + v, mask=v < V, other=float("-inf")).to(tl.float32)
-    if HAS_BIAS:
+    if bias is not None:
         x += tl.load(bias + v, mask=v < V, other=0.0).to(tl.float32)
     return x
 
 
 @jit
-def _output_softmax(logits, logits_stride, bias, target, nll, V, HAS_BIAS: tl.constexpr, BLOCK_V: tl.constexpr):
+def _output_softmax(logits, logits_stride, bias, target, nll, V, BLOCK_V: tl.constexpr):
     row = tl.program_id(0)
     base = logits + row.to(tl.int64) * logits_stride
     top = tl.full([BLOCK_V], float("-inf"), tl.float32)
     for v0 in range(0, V, BLOCK_V):
-        top = tl.maximum(top, _logits(base, bias, v0 + tl.arange(0, BLOCK_V), V, HAS_BIAS))
+        top = tl.maximum(top, _logits(base, bias, v0 + tl.arange(0, BLOCK_V), V))
     top_row = tl.max(top, axis=0)
     total = tl.zeros([BLOCK_V], tl.float32)
     for v0 in range(0, V, BLOCK_V):
-        total += tl.exp(_logits(base, bias, v0 + tl.arange(0, BLOCK_V), V, HAS_BIAS) - top_row)
+        total += tl.exp(_logits(base, bias, v0 + tl.arange(0, BLOCK_V), V) - top_row)
     total_row = tl.sum(total, axis=0)
     y = tl.load(target + row)
     picked = tl.load(base + y).to(tl.float32)
-    if HAS_BIAS:
+    if bias is not None:
         picked += tl.load(bias + y).to(tl.float32)
     tl.store(nll + row, tl.log(total_row) + top_row - picked)
     for v0 in range(0, V, BLOCK_V):
         v = v0 + tl.arange(0, BLOCK_V)
-        p = tl.math.div_rn(tl.exp(_logits(base, bias, v, V, HAS_BIAS) - top_row), total_row)
+        p = tl.math.div_rn(tl.exp(_logits(base, bias, v, V) - top_row), total_row)
         p = tl.where(v == y, p - 1.0, p)
         tl.store(base + v, p.to(logits.dtype.element_ty), mask=v < V)
 

@@ -120,14 +120,12 @@ class AdditiveStepBack(Stage):
 
 
 @jit
-def _additive_scores_back(
-    d_ctx, dcx, dcx_stride, d_alpha, ann, dc, d_weights, S, C, HAS_DCX: tl.constexpr, HAS_D_ALPHA: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr
-):
+def _additive_scores_back(d_ctx, dcx, dcx_stride, d_alpha, ann, dc, d_weights, S, C, BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):
     """Positions s of row b: dL/dα_s = dc·ann[b, s] [+ d_alpha] into d_weights; dc = d_ctx [+ dcx] (stored by the first block)."""
     b = tl.program_id(0)
     s = tl.program_id(1) * BLOCK_S + tl.arange(0, BLOCK_S)
-    found = context_back(b, s, S, C, d_ctx, C, dcx, dcx_stride, ann, dc, tl.where(tl.program_id(1) == 0, C, 0), HAS_DCX, BLOCK_C)
-    if HAS_D_ALPHA:
+    found = context_back(b, s, S, C, d_ctx, C, dcx, dcx_stride, ann, dc, tl.where(tl.program_id(1) == 0, C, 0), BLOCK_C)
+    if d_alpha is not None:
         found += tl.load(d_alpha + b * S + s, mask=s < S, other=0.0).to(tl.float32)
     tl.store(d_weights + b * S + s, found, mask=s < S)
 

@@ -38,13 +38,13 @@ class GRUGates(Stage):
 
 
 @jit
-def _gru_gates(x, x_stride, xc, xc_stride, g, g_stride, h, h_stride, gates, rh, rh_c, H, HAS_XC: tl.constexpr, BLOCK: tl.constexpr):
+def _gru_gates(x, x_stride, xc, xc_stride, g, g_stride, h, h_stride, gates, rh, rh_c, H, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     m = j < H
     pre_z = tl.load(x + row * x_stride + j, mask=m).to(tl.float32)
     pre_r = tl.load(x + row * x_stride + H + j, mask=m).to(tl.float32)
-    if HAS_XC:
+    if xc is not None:
         pre_z += tl.load(xc + row * xc_stride + j, mask=m).to(tl.float32)
         pre_r += tl.load(xc + row * xc_stride + H + j, mask=m).to(tl.float32)
     pre_z += tl.load(g + row * g_stride + j, mask=m).to(tl.float32)
@@ -83,37 +83,18 @@ class GRUState(Stage):
 
 
 @jit
-def _gru_state(
-    x,
-    x_stride,
-    xc,
-    xc_stride,
-    u,
-    gates,
-    h,
-    h_stride,
-    keep,
-    cand,
-    out,
-    out_stride,
-    out_c,
-    out_c_stride,
-    H,
-    HAS_XC: tl.constexpr,
-    HAS_KEEP: tl.constexpr,
-    BLOCK: tl.constexpr,
-):
+def _gru_state(x, x_stride, xc, xc_stride, u, gates, h, h_stride, keep, cand, out, out_stride, out_c, out_c_stride, H, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     m = j < H
     pre = tl.load(x + row * x_stride + 2 * H + j, mask=m).to(tl.float32)
-    if HAS_XC:
+    if xc is not None:
         pre += tl.load(xc + row * xc_stride + 2 * H + j, mask=m).to(tl.float32)
     c = tanh(pre + tl.load(u + row * H + j, mask=m).to(tl.float32))
     tl.store(cand + row * H + j, c, mask=m)
     h_prev = tl.load(h + row * h_stride + j, mask=m).to(tl.float32)
     step = (c - h_prev) * tl.load(gates + row * 2 * H + j, mask=m)
-    if HAS_KEEP:
+    if keep is not None:
         step *= tl.load(keep + row).to(tl.float32)
     new = h_prev + step
     tl.store(out + row * out_stride + j, new, mask=m)
@@ -149,18 +130,16 @@ class GRUBackCand(Stage):
 
 
 @jit
-def _gru_back_cand(
-    base, recurrent, recurrent_stride, extra, gates, cand, keep, dh, dx, dx_c, H, HAS_EXTRA: tl.constexpr, HAS_KEEP: tl.constexpr, BLOCK: tl.constexpr
-):
+def _gru_back_cand(base, recurrent, recurrent_stride, extra, gates, cand, keep, dh, dx, dx_c, H, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     m = j < H
     total = tl.load(base + row * H + j, mask=m) + tl.load(recurrent + row * recurrent_stride + j, mask=m).to(tl.float32)
-    if HAS_EXTRA:
+    if extra is not None:
         total += tl.load(extra + row * H + j, mask=m).to(tl.float32)
     tl.store(dh + row * H + j, total, mask=m)
     dstep = total
-    if HAS_KEEP:
+    if keep is not None:
         dstep *= tl.load(keep + row).to(tl.float32)
     c = tl.load(cand + row * H + j, mask=m)
     dxh = dstep * tl.load(gates + row * 2 * H + j, mask=m) * (1.0 - c * c)
@@ -199,13 +178,13 @@ class GRUBackGates(Stage):
 
 
 @jit
-def _gru_back_gates(dh, drh, gates, cand, h, h_stride, keep, dx, dx_c, dzr_c, dzr_c_stride, base, H, HAS_KEEP: tl.constexpr, BLOCK: tl.constexpr):
+def _gru_back_gates(dh, drh, gates, cand, h, h_stride, keep, dx, dx_c, dzr_c, dzr_c_stride, base, H, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     m = j < H
     total = tl.load(dh + row * H + j, mask=m)
     dstep = total
-    if HAS_KEEP:
+    if keep is not None:
         dstep *= tl.load(keep + row).to(tl.float32)
     z = tl.load(gates + row * 2 * H + j, mask=m)
     r = tl.load(gates + row * 2 * H + H + j, mask=m)

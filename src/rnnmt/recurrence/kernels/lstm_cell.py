@@ -85,12 +85,6 @@ def _lstm_cell(
     fwd_mask,
     clip,
     H,
-    HAS_BASE: tl.constexpr,
-    HAS_KEEP: tl.constexpr,
-    HAS_CLIP: tl.constexpr,
-    HAS_FWD: tl.constexpr,
-    HAS_FWD_C: tl.constexpr,
-    HAS_FWD_MASK: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     row = tl.program_id(0)
@@ -100,7 +94,7 @@ def _lstm_cell(
     pre_f = tl.load(gemm + row * gemm_stride + H + j, mask=m).to(tl.float32)
     pre_g = tl.load(gemm + row * gemm_stride + 2 * H + j, mask=m).to(tl.float32)
     pre_o = tl.load(gemm + row * gemm_stride + 3 * H + j, mask=m).to(tl.float32)
-    if HAS_BASE:
+    if base is not None:
         pre_i += tl.load(base + row * base_stride + j, mask=m).to(tl.float32)
         pre_f += tl.load(base + row * base_stride + H + j, mask=m).to(tl.float32)
         pre_g += tl.load(base + row * base_stride + 2 * H + j, mask=m).to(tl.float32)
@@ -116,10 +110,10 @@ def _lstm_cell(
     h = o * t
     tl.store(c_raw + row * H + j, c, mask=m)
     tl.store(tanh_c + row * H + j, t, mask=m)
-    if HAS_CLIP:
+    if clip is not None:
         c = tl.minimum(tl.maximum(c, -clip), clip)
     h_state = h
-    if HAS_KEEP:
+    if keep is not None:
         k = tl.load(keep + row).to(tl.float32)
         h_state = tl.load(h_prev + row * h_prev_stride + j, mask=m) + k * (h - tl.load(h_prev + row * h_prev_stride + j, mask=m))
         c = c_old + k * (c - c_old)
@@ -127,11 +121,11 @@ def _lstm_cell(
     tl.store(h_next + row * h_next_stride + j, h_state, mask=m)
     tl.store(h_next_c + row * h_next_c_stride + j, h_state.to(h_next_c.dtype.element_ty), mask=m)
     out = h
-    if HAS_FWD_MASK:
+    if fwd_mask is not None:
         out = out * tl.load(fwd_mask + row * H + j, mask=m).to(tl.float32)
-    if HAS_FWD:
+    if fwd is not None:
         tl.store(fwd + row * fwd_stride + j, out, mask=m)
-    if HAS_FWD_C:
+    if fwd_c is not None:
         tl.store(fwd_c + row * fwd_c_stride + j, out.to(fwd_c.dtype.element_ty), mask=m)
 
 
@@ -203,38 +197,32 @@ def _lstm_cell_back(
     d_gates,
     d_gates_c,
     H,
-    HAS_REST: tl.constexpr,
-    HAS_OWN: tl.constexpr,
-    HAS_BELOW_MASK: tl.constexpr,
-    HAS_EXTRA: tl.constexpr,
-    HAS_KEEP: tl.constexpr,
-    HAS_CLIP: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     row = tl.program_id(0)
     j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     m = j < H
     below_grad = tl.load(below + row * below_stride + j, mask=m).to(tl.float32)
-    if HAS_BELOW_MASK:
+    if below_mask is not None:
         below_grad = below_grad * tl.load(below_mask + row * H + j, mask=m).to(tl.float32)
-    if HAS_EXTRA:
+    if extra is not None:
         mine = m & ((j * 0 + row) >= extra_first)  # only the last rows have an extra term
         below_grad += tl.load(extra + (row - extra_first) * extra_stride + j, mask=mine, other=0.0).to(tl.float32)
     dh = below_grad
-    if HAS_REST:
+    if rest is not None:
         dh = tl.load(rest + row * H + j, mask=m) + dh
-    if HAS_OWN:
+    if own is not None:
         dh = tl.load(own + row * own_stride + j, mask=m).to(tl.float32) + dh
     d_cell = tl.load(dc + row * H + j, mask=m)
     dh_new, dc_new = dh, d_cell
-    if HAS_KEEP:
+    if keep is not None:
         k = tl.load(keep + row).to(tl.float32)
         dh_new, dc_new = dh * k, d_cell * k
         tl.store(rest + row * H + j, dh - dh_new, mask=m)
         d_cell = d_cell - dc_new
     else:
         d_cell = tl.zeros([BLOCK], dtype=tl.float32)
-    if HAS_CLIP:
+    if clip is not None:
         dc_new = tl.where(tl.abs(tl.load(c_raw + row * H + j, mask=m)) <= clip, dc_new, 0.0)
     i = tl.load(gates + row * 4 * H + j, mask=m)
     f = tl.load(gates + row * 4 * H + H + j, mask=m)

@@ -339,7 +339,6 @@ def _luong_attention_back(
     SCORE: tl.constexpr,
     KIND: tl.constexpr,
     REVERSED: tl.constexpr,
-    HAS_D_ALPHA: tl.constexpr,
     BLOCK_S: tl.constexpr,
     BLOCK_H: tl.constexpr,
     BLOCK_P: tl.constexpr,
@@ -347,8 +346,8 @@ def _luong_attention_back(
     b = tl.program_id(0)
     s = tl.arange(0, BLOCK_S)
     real, n, nf, original = _positions(mask, b, s, S, REVERSED)
-    d_weights = context_back(b, s, S, H, d_ctop, d_ctop_stride, d_ctop, 0, ann, d_ctx, H, False, BLOCK_H)
-    if HAS_D_ALPHA:
+    d_weights = context_back(b, s, S, H, d_ctop, d_ctop_stride, None, 0, ann, d_ctx, H, BLOCK_H)
+    if d_alpha is not None:
         d_weights += tl.load(d_alpha + b * S + s, mask=s < S, other=0.0).to(tl.float32)
     if KIND == "local-p":  # through the Gaussian to the softmax and to p_t (⌊p_t⌋, the window's centre, has no gradient)
         weights = tl.load(soft + b * S + s, mask=s < S, other=0.0)
@@ -408,31 +407,17 @@ class FeedTanh(Stage):
 
 
 @jit
-def _feed_tanh(
-    bias,
-    pre,
-    h_tilde,
-    fed,
-    fed_stride,
-    fed_c,
-    fed_c_stride,
-    fed_mask,
-    H,
-    HAS_BIAS: tl.constexpr,
-    HAS_FED: tl.constexpr,
-    HAS_FED_MASK: tl.constexpr,
-    BLOCK: tl.constexpr,
-):
+def _feed_tanh(bias, pre, h_tilde, fed, fed_stride, fed_c, fed_c_stride, fed_mask, H, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     m = j < H
     x = tl.load(pre + row * H + j, mask=m).to(tl.float32)
-    if HAS_BIAS:
+    if bias is not None:
         x += tl.load(bias + j, mask=m).to(tl.float32)
     y = tanh(x)
     tl.store(h_tilde + row * H + j, y, mask=m)
-    if HAS_FED:
-        if HAS_FED_MASK:
+    if fed is not None:
+        if fed_mask is not None:
             y = y * tl.load(fed_mask + row * H + j, mask=m).to(tl.float32)
         tl.store(fed + row * fed_stride + j, y, mask=m)
         tl.store(fed_c + row * fed_c_stride + j, y.to(fed_c.dtype.element_ty), mask=m)
@@ -462,16 +447,14 @@ class FeedTanhBack(Stage):
 
 
 @jit
-def _feed_tanh_back(
-    d_h_tilde, d_fed, d_fed_stride, fed_mask, h_tilde, d_pre, d_pre_c, H, HAS_D_FED: tl.constexpr, HAS_FED_MASK: tl.constexpr, BLOCK: tl.constexpr
-):
+def _feed_tanh_back(d_h_tilde, d_fed, d_fed_stride, fed_mask, h_tilde, d_pre, d_pre_c, H, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     m = j < H
     d = tl.load(d_h_tilde + row * H + j, mask=m).to(tl.float32)
-    if HAS_D_FED:
+    if d_fed is not None:
         back = tl.load(d_fed + row * d_fed_stride + j, mask=m).to(tl.float32)
-        if HAS_FED_MASK:
+        if fed_mask is not None:
             back = back * tl.load(fed_mask + row * H + j, mask=m).to(tl.float32)
         d = d + back
     y = tl.load(h_tilde + row * H + j, mask=m)

@@ -143,41 +143,30 @@ def stage(name: str, launches: int = 1) -> Callable[[type[Stage]], type[Stage]]:
 
 
 @functools.cache
-def _arguments(kernel: Any, stage: type[Stage]) -> tuple[tuple[str, str, str], ...]:
-    """How each of `kernel`'s parameters is read from a `stage`'s operands: (parameter, how, operand)."""
-    fields = {f.name: str(f.type) for f in dataclasses.fields(stage)}  # type: ignore[arg-type]
+def _arguments(kernel: Any, stage: type[Stage]) -> tuple[tuple[str, str | None], ...]:
+    """Each of `kernel`'s parameters and the operand it reads of a `stage`: its own name, or `<operand>_stride`'s; None
+    for a parameter that no operand names (its value comes with the launch)."""
+    fields = {f.name for f in dataclasses.fields(stage)}  # type: ignore[arg-type]
     plan = []
     for name in kernel.arg_names:
-        if name in fields:
-            plan.append((name, "tensor" if "Tensor" in fields[name] else "scalar", name))
-        elif name.endswith("_stride") and name.removesuffix("_stride") in fields:
-            plan.append((name, "stride", name.removesuffix("_stride")))
-        elif name.startswith("HAS_") and name[4:].lower() in fields:
-            plan.append((name, "given", name[4:].lower()))
-        else:
-            plan.append((name, "value", name))
+        operand = name if name in fields else name.removesuffix("_stride") if name.removesuffix("_stride") in fields else None
+        plan.append((name, operand))
     return tuple(plan)
 
 
 def launch(kernel: Any, stage: Stage, grid: tuple[int, ...], **values: Any) -> None:
     """`kernel` on `grid`, each argument by keyword from `stage`'s operands: a parameter named for an operand takes it
-    (an absent tensor a stand-in that its HAS_ flag compiles out, an absent number 0.0), `<operand>_stride` its row stride,
-    `HAS_<OPERAND>` whether it is given; sizes, block widths and launch options (num_warps) come from `values`."""
+    (None where it is absent: the kernel's `if x is not None` branches compile out), `<operand>_stride` its row stride
+    (0 where absent); sizes, block widths and launch options (num_warps) come from `values`."""
     operands = stage.operands()
-    stand_in = next(v for v in operands.values() if isinstance(v, Tensor))
     arguments = {}
-    for name, how, operand in _arguments(kernel, type(stage)):
+    for name, operand in _arguments(kernel, type(stage)):
         if name in values:
             continue
-        if how == "value":
+        if operand is None:
             raise TypeError(f"stage {stage.name}: kernel parameter {name} is neither an operand nor given")
         value = operands[operand]
-        if how == "stride":
-            arguments[name] = value.stride(0) if value is not None else 0
-        elif how == "given":
-            arguments[name] = value is not None
-        else:
-            arguments[name] = value if value is not None else stand_in if how == "tensor" else 0.0
+        arguments[name] = value if name == operand else value.stride(0) if value is not None else 0
     start(kernel, grid, {**arguments, **values})
 
 

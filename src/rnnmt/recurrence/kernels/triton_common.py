@@ -58,14 +58,14 @@ def context(weights, b, s, S, C, ann, ctx, ctx_c, ctx_c_stride, c_first, c_last,
 
 
 @jit
-def context_back(b, s, S, C, d_ctx, d_ctx_stride, dcx, dcx_stride, ann, dc_out, dc_columns, HAS_DCX: tl.constexpr, BLOCK_C: tl.constexpr):
+def context_back(b, s, S, C, d_ctx, d_ctx_stride, dcx, dcx_stride, ann, dc_out, dc_columns, BLOCK_C: tl.constexpr):
     """Row b back through `context` at positions s: dc = d_ctx [+ dcx], its first dc_columns (C or 0) into dc_out;
     returns dL/dα_s = dc·ann[b, s]."""
     d_weights = s.to(tl.float32) * 0.0
     for c0 in range(0, C, BLOCK_C):
         c = c0 + tl.arange(0, BLOCK_C)
         dc = tl.load(d_ctx + b * d_ctx_stride + c, mask=c < C, other=0.0).to(tl.float32)
-        if HAS_DCX:
+        if dcx is not None:
             dc += tl.load(dcx + b * dcx_stride + c, mask=c < C, other=0.0).to(tl.float32)
         tl.store(dc_out + b * C + c, dc, mask=c < dc_columns)
         values = tl.load(ann + b * S * C + s[:, None] * C + c[None, :], mask=(s[:, None] < S) & (c[None, :] < C), other=0.0)
