@@ -68,6 +68,34 @@ def stub_path(tmp_path: Path) -> Path:
     return bin_dir
 
 
+def filled_profile(tmp_path: Path) -> str:
+    """The shipped Slurm profile with its CHANGE_ME_* values filled in (account testacct, partitions cpu and gpu)."""
+    text = (Path(SLURM) / "config.yaml").read_text()
+    for placeholder, value in {"CHANGE_ME_ACCOUNT": "testacct", "CHANGE_ME_CPU_PARTITION": "cpu", "CHANGE_ME_GPU_PARTITION": "gpu"}.items():
+        text = text.replace(placeholder, value)
+    assert "CHANGE_ME_" not in text
+    (tmp_path / "profile").mkdir()
+    (tmp_path / "profile" / "config.yaml").write_text(text)
+    return str(tmp_path / "profile")
+
+
+def test_a_run_with_the_profiles_placeholders_stops_before_any_job(tmp_path: Path, monkeypatch):
+    """The shipped profile as it is: one line naming each setting to fill in, a non-zero exit and nothing submitted."""
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    monkeypatch.setenv("STUB_DIR", str(calls))
+    monkeypatch.setenv("PATH", f"{stub_path(tmp_path)}{os.pathsep}{os.environ['PATH']}")
+    run = snakemake("--workflow-profile", SLURM, "--directory", str(tmp_path / "work"))
+    assert run.returncode != 0
+    lines = [line for line in run.stderr.splitlines() if line.startswith("rnnmt:")]
+    assert lines == [
+        "rnnmt: the Snakemake profile still holds CHANGE_ME_* values (default-resources: slurm_account; default-resources: "
+        "slurm_partition; set-resources: train: slurm_partition; set-resources: translate: slurm_partition; set-resources: "
+        "alignments: slurm_partition): set them for your cluster in the profile (docs/cluster.md)."
+    ], run.stderr[-3000:]
+    assert not list(calls.glob("sbatch.*"))
+
+
 def test_slurm_submissions_carry_the_gpu_and_early_warning_flags(tmp_path: Path, monkeypatch):
     """A training, a translation and a CPU job submitted through the profile to stub Slurm commands."""
     work = tmp_path / "work"
@@ -99,12 +127,9 @@ def test_slurm_submissions_carry_the_gpu_and_early_warning_flags(tmp_path: Path,
         "translate",
         "nounk_subset",
         "--workflow-profile",
-        SLURM,
+        filled_profile(tmp_path),
         "--directory",
         str(work),
-        "--default-resources",
-        "slurm_account=testacct",
-        "slurm_partition=cpu",
         "--retries",
         "0",
         "--slurm-init-seconds-before-status-checks",
@@ -121,4 +146,4 @@ def test_slurm_submissions_carry_the_gpu_and_early_warning_flags(tmp_path: Path,
     assert "--gpus=1" in train and "--signal=USR1@600" in train and train[train.index("-t") + 1] == "1440"
     assert "--gpus=1" in translate and "--signal=USR1@600" not in translate
     assert not any(a.startswith(("--gpus", "--gres")) for a in cpu)
-    assert cpu[cpu.index("-p") + 1] == "cpu" and train[train.index("-A") + 1] == "testacct"
+    assert cpu[cpu.index("-p") + 1] == "cpu" and train[train.index("-p") + 1] == "gpu" and train[train.index("-A") + 1] == "testacct"

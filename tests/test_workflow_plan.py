@@ -232,6 +232,19 @@ def test_only_tables_with_an_ensemble_row_trains_its_members():
     assert set(plan.systems) == {*members, "luong-localp-general-feed"} and plan.ensembles == ["luong-ensemble"]
 
 
+@pytest.mark.parametrize("table", ["luong2015_table3", "luong2015_table2"])
+def test_only_tables_naming_a_table_the_scale_cannot_make_stops_with_one_line(table):
+    """At the demo no row of these tables trains (Table 2's ensemble needs members the demo leaves out): one line
+    before any job, naming the table's systems and the scales that make it, instead of a run that makes nothing."""
+    rows = [row["system"] for row in cfg.read_yaml(ROOT / "config.yaml")["tables"][table]["rows"] if "system" in row]
+    with pytest.raises(cfg.UserError) as stop:
+        plan_at("demo", only_tables=[table])
+    assert str(stop.value) == (
+        f"config: only_tables names {table}, which scale 'demo' cannot make: it trains none of the table's systems "
+        f"({', '.join(dict.fromkeys(rows))}; see scales.demo.systems); scale sample or paper makes it."
+    )
+
+
 def test_only_tables_naming_an_unknown_table_is_one_line():
     with pytest.raises(cfg.UserError, match=r"config: only_tables names bahdanau2014_table9, which are not under 'tables' \(known: bahdanau2014_table1,"):
         plan_at("paper", only_tables=["bahdanau2014_table9"])

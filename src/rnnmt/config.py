@@ -52,8 +52,23 @@ def validate(config: dict[str, Any], schema_path: Path) -> dict[str, Any]:
     if errors:
         raise UserError(f"config: {_describe(errors[0])}.")
     _check_references(config)
+    _check_only_tables(config)
     check_claims(config)
     return config
+
+
+def _check_only_tables(config: dict[str, Any]) -> None:
+    """Every table `only_tables` names must have a row the active scale trains (an ensemble: all its members)."""
+    scale = config["scale"]
+    for table in config.get("only_tables") or []:
+        rows = [row["system"] for row in config["tables"][table]["rows"] if "system" in row]
+        at = [name for name, s in config["scales"].items() if any(trained_for(config, {r}) <= set(s["systems"]) for r in rows)]
+        if not any(trained_for(config, {r}) <= set(active_scale(config)["systems"]) for r in rows):
+            elsewhere = f"scale {' or '.join(at)} makes it" if at else "no scale makes it"
+            raise UserError(
+                f"config: only_tables names {table}, which scale '{scale}' cannot make: it trains none of the table's systems "
+                f"({', '.join(dict.fromkeys(rows))}; see scales.{scale}.systems); {elsewhere}."
+            )
 
 
 def _yaml_typed(value: Any) -> Any:

@@ -5,7 +5,7 @@ import sys
 from rnnmt import config as rnnmt_config
 from rnnmt import gpu_lock, reproducible
 from rnnmt.errors import UserError
-from rnnmt.workflow import paths
+from rnnmt.workflow import paths, profile
 from rnnmt.workflow.inputs import RuleInputs
 from rnnmt.workflow.plan import Plan, one_of
 from rnnmt.workflow.reports import Reports
@@ -25,6 +25,16 @@ else:
 
 # How many jobs may share a GPU: every job's GPU lock reads it (rnnmt/gpu_lock.py).
 os.environ[gpu_lock.JOBS_PER_GPU_ENV] = str(PLAN.config["gpu"]["jobs_per_gpu"])
+
+# A Slurm profile's CHANGE_ME_* values would reach every sbatch line: a run stops before its first job (`onstart`,
+# which a dry run skips: its listing shows them).
+PLACEHOLDERS = profile.placeholders(workflow.resource_settings.default_resources, workflow.resource_settings.overwrite_resources)
+
+
+onstart:
+    if PLACEHOLDERS:
+        sys.exit(f"rnnmt: {profile.placeholder_problem(PLACEHOLDERS)}")
+
 
 INPUTS = RuleInputs(PLAN)
 REPORTS = Reports(PLAN)
