@@ -177,6 +177,8 @@ def main() -> None:
         with stages.implementation("triton"):
             print(json.dumps(compiled_for(args.compile_for, args.sizes)))
         return
+    if len(args.sizes) > 1:
+        parser.error("one size at a time, but for --compile-for")
     device = torch.device(args.device)
     with stages.implementation("triton"):
         result = {precision: differences(device, precision, args.sizes[0]) for precision in ("float32", "bfloat16")}

@@ -144,8 +144,9 @@ def cell(
 
 
 def clipped_cell_grad(dc: Tensor, c_raw: Tensor, clip: float | None) -> Tensor:
-    """dL/dc' back through `clip_cell` (c' before its clip: c_raw): 0 where the clip held c' at ±clip."""
-    return dc * (c_raw.abs() <= clip) if clip is not None else dc
+    """dL/dc' back through `clip_cell` (c' before its clip: c_raw): 0 where the clip held c' at ±clip (as autograd's
+    clamp gives, an infinite dL/dc' included)."""
+    return torch.where(c_raw.abs() <= clip, dc, 0.0) if clip is not None else dc
 
 
 def cell_backward(dh: Tensor, dc: Tensor, gates: Tensor, c_prev: Tensor, tanh_c: Tensor, d_gates: Tensor) -> Tensor:

@@ -7,7 +7,7 @@ before a run relies on them (train/selfcheck.py):
 - fused.py (`fused`, the CPU's default): the loops with a hand-written backward pass; their forward passes
   call the modules' equations;
 - kernels/ (`kernels`, the GPU's): each step's pointwise work as one stage, a Triton kernel on a CUDA device
-  beside its torch reference (stages.py), and the loops built from them (loops.py);
+  beside its torch reference (a module per stage family), and the loops built from them (loops.py);
 - precision.py: the dtypes both compute in (bfloat16 products under autocast, the rest float32) and their
   weight gradients;
 - forms.py: the forms by name.

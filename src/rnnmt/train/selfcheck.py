@@ -117,6 +117,11 @@ def _difference(out: Tensor, ref: Tensor, exact: Tensor) -> tuple[float, str]:
     )
 
 
+def _same(a: Tensor, b: Tensor) -> bool:
+    """Equal values, NaN where the other has NaN."""
+    return torch.equal(a, b) or bool(((a == b) | (a.isnan() & b.isnan())).all()) if a.is_floating_point() else torch.equal(a, b)
+
+
 def _compare(found: dict[str, StageCheck], stage: stages.Stage) -> None:
     """Run the stage's Triton kernel on its operands, its reference on copies and on float64 copies; keep the worst
     difference. Where the kernel fails, its outputs take the reference's values, so that the update goes on and
@@ -137,7 +142,7 @@ def _compare(found: dict[str, StageCheck], stage: stages.Stage) -> None:
         message = str(error).strip().splitlines()
         check.error = f"{type(error).__name__}: {message[0] if message else ''}"[:300]
         for name, value in operands.items():  # the outputs only: an input autograd keeps must stay at its version
-            if not torch.equal(value, getattr(twin, name)):
+            if not _same(value, getattr(twin, name)):
                 value.copy_(getattr(twin, name))
         return
     for name, value in operands.items():

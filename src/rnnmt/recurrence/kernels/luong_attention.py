@@ -53,6 +53,8 @@ def _sizes(score: str, kind: str, window: int, S: int, H: int, Q: int) -> dict[s
 def _constants(stage: LuongStep | LuongStepBack) -> dict[str, object]:
     """The kernels' compile-time choices: the score's and kind's forms (attention.py's Score.form, Kind.form) and the
     source's order; one program (ATTENTION_WARPS warps) per sentence."""
+    if stage.score not in SCORE_FORMS or stage.kind not in KIND_FORMS:  # a name no branch of the kernels takes
+        raise ValueError(f"stage {stage.name}: score {stage.score!r} or kind {stage.kind!r} has no kernel form ({SCORE_FORMS}, {KIND_FORMS})")
     return {"SCORE": stage.score, "KIND": stage.kind, "REVERSED": stage.reversed_source, "num_warps": ATTENTION_WARPS}
 
 

@@ -12,7 +12,7 @@ is launched by keyword from its stage's operands (`launch`), after one layout ch
 
 The forward stages' references compute the modules' equations by calling them (models/gru.py, lstm.py,
 attention.py, decoders.py), so an edit there reaches this path too; the backward stages' references call the
-gradients' formulas where the fused loops read them too (gru.py, lstm.py, attention.py); the Triton kernels are
+gradients' formulas where the fused loops read them too (gru.py, lstm.py, attention.py, decoders.py); the Triton kernels are
 second forms of both, checked against autograd through the modules before a run relies on them. Products come in
 their own dtype (bfloat16 under autocast); every stage computes in float32 and also writes, where a product reads
 the result next, a copy in the products' dtype, so no separate cast runs.
