@@ -66,3 +66,10 @@ def test_each_tables_gpu_hours_are_its_systems_rows_of_the_cost_table():
         raw = cfg.deep_merge(cfg.read_yaml(ROOT / "config.yaml"), {"scale": "paper", "only_tables": [table]})
         systems = Plan.load(raw, ROOT / "workflow" / "schemas" / "config.schema.yaml").systems
         assert (len(systems), round(sum(hours[s] for s in systems), 1)) == (int(count), float(total)), table
+
+
+def test_the_citation_names_the_packages_version():
+    """CITATION.cff's version is the one rnnmt reports (src/rnnmt/__init__.py)."""
+    import rnnmt
+
+    assert str(yaml.safe_load((ROOT / "CITATION.cff").read_text())["version"]) == rnnmt.__version__
