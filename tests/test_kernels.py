@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from rnnmt.models.loops import Paths
-from rnnmt.recurrence.kernels import luong_attention, stages
+from rnnmt.recurrence.kernels import gru_step, luong_attention, stages
 from rnnmt.train import kernel_stages, selfcheck
 
 from conftest import tiny_luong_config
@@ -233,3 +233,33 @@ def test_a_kernel_is_launched_only_on_operands_laid_out_as_it_reads_them(monkeyp
     stage = kernel_stages.SGDUpdate(param=param, grad=torch.zeros(param.shape), norm=torch.tensor(1.0), lr=1.0, max_norm=1.0)
     with stages.implementation("triton"), pytest.raises(ValueError, match="stage sgd_update: " + problem):
         stage.run()
+
+
+def test_an_operand_whose_kernel_reads_dense_rows_must_have_them(monkeypatch):
+    """A 2-D operand the kernel reads without a row stride (GRUBackCand's `extra`) must have rows shape[1] apart: a
+    wider buffer's column slice stops the launch with one sentence; a dense one reaches the launch."""
+    pytest.importorskip("triton", reason="the launch reads the kernel's parameters, which Triton's jit gives")
+    launched = []
+    monkeypatch.setattr(stages, "start", lambda kernel, grid, arguments: launched.append(kernel))
+    rows, H = 3, 4
+
+    def stage(extra: torch.Tensor) -> gru_step.GRUBackCand:
+        z = lambda *shape: torch.zeros(*shape)  # noqa: E731
+        return gru_step.GRUBackCand(
+            base=z(rows, H),
+            recurrent=z(rows, H),
+            extra=extra,
+            gates=z(rows, 2 * H),
+            cand=z(rows, H),
+            keep=None,
+            dh=z(rows, H),
+            dx=z(rows, 3 * H),
+            dx_c=z(rows, 3 * H),
+        )
+
+    with stages.implementation("triton"):
+        with pytest.raises(ValueError, match=r"stage gru_back_cand: operand extra \[3×4\] has its rows 8 elements apart; its kernel takes no extra_stride"):
+            stage(torch.zeros(rows, 2 * H)[:, :H]).run()
+        assert not launched
+        stage(torch.zeros(rows, H)).run()
+    assert len(launched) == 1

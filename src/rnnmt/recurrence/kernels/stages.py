@@ -159,13 +159,21 @@ def launch(kernel: Any, stage: Stage, grid: tuple[int, ...], **values: Any) -> N
     (None where it is absent: the kernel's `if x is not None` branches compile out), `<operand>_stride` its row stride
     (0 where absent); sizes, block widths and launch options (num_warps) come from `values`."""
     operands = stage.operands()
+    plan = _arguments(kernel, type(stage))
+    strided = {operand for name, operand in plan if operand is not None and name != operand}
     arguments = {}
-    for name, operand in _arguments(kernel, type(stage)):
+    for name, operand in plan:
         if name in values:
             continue
         if operand is None:
             raise TypeError(f"stage {stage.name}: kernel parameter {name} is neither an operand nor given")
         value = operands[operand]
+        if name == operand and operand not in strided and isinstance(value, Tensor) and value.dim() == 2 and value.shape[0] > 1:
+            if value.stride(0) != value.shape[1]:  # the kernel reads its rows shape[1] apart
+                raise ValueError(
+                    f"stage {stage.name}: operand {operand} [{value.shape[0]}×{value.shape[1]}] has its rows {value.stride(0)} elements "
+                    f"apart; its kernel takes no {operand}_stride, so expected rows {value.shape[1]} apart"
+                )
         arguments[name] = value if name == operand else value.stride(0) if value is not None else 0
     start(kernel, grid, {**arguments, **values})
 
