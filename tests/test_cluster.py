@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,8 +98,9 @@ def test_a_run_with_the_profiles_placeholders_stops_before_any_job(tmp_path: Pat
     assert not list(calls.glob("sbatch.*"))
 
 
-def test_slurm_submissions_carry_the_gpu_and_early_warning_flags(tmp_path: Path, monkeypatch):
-    """A training, a translation and a CPU job submitted through the profile to stub Slurm commands."""
+def stand_in_work(tmp_path: Path) -> Path:
+    """A work folder whose inputs of one training, one translation and one CPU job exist as stand-ins (older than the
+    trained model), so that a run submits exactly those three (SUBMITTED, with --allowed-rules)."""
     work = tmp_path / "work"
     inputs = [
         "results/config/rnnsearch-30.json",
@@ -113,37 +116,71 @@ def test_slurm_submissions_carry_the_gpu_and_early_warning_flags(tmp_path: Path,
     for i, name in enumerate(inputs + outputs):
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         (work / name).write_text("stand-in\n")
-        os.utime(work / name, (1_000_000 + i, 1_000_000 + i))  # inputs older than the trained model
+        os.utime(work / name, (1_000_000 + i, 1_000_000 + i))
+    return work
+
+
+# The three jobs stand_in_work prepares, and what else a run of them needs (--allowed-rules: the stand-ins have no
+# upstream; an account the stub sacctmgr knows; no retries, status checks at once).
+SUBMITTED = ["results/models/rnnsearch-30/model.pt", "results/translations/rnnsearch-50/test.all.txt", "results/data/nounk/en-fr/test.ids"]
+SUBMIT_OPTIONS = ["--allowed-rules", "train", "translate", "nounk_subset", "--retries", "0", "--slurm-init-seconds-before-status-checks", "1"]
+
+
+def submissions(calls: Path) -> dict[str, list[str]]:
+    """Each rule's sbatch command line, as the stub sbatch recorded it."""
+    submitted = {}
+    for call in sorted(calls.glob("sbatch.*")):
+        args = shlex.split(call.read_text())
+        submitted[re.match(r"rule_(\w+?)_wildcards", args[args.index("--comment") + 1]).group(1)] = args
+    return submitted
+
+
+def test_slurm_submissions_carry_the_gpu_and_early_warning_flags(tmp_path: Path, monkeypatch):
+    """A training, a translation and a CPU job submitted through the profile to stub Slurm commands."""
+    work = stand_in_work(tmp_path)
     calls = tmp_path / "calls"
     calls.mkdir()
     monkeypatch.setenv("STUB_DIR", str(calls))
     monkeypatch.setenv("PATH", f"{stub_path(tmp_path)}{os.pathsep}{os.environ['PATH']}")
-    targets = ["results/models/rnnsearch-30/model.pt", "results/translations/rnnsearch-50/test.all.txt", "results/data/nounk/en-fr/test.ids"]
-    # --allowed-rules: the stand-in files have no upstream; the account is one the stub sacctmgr knows.
-    snakemake(
-        *targets,
-        "--allowed-rules",
-        "train",
-        "translate",
-        "nounk_subset",
-        "--workflow-profile",
-        filled_profile(tmp_path),
-        "--directory",
-        str(work),
-        "--retries",
-        "0",
-        "--slurm-init-seconds-before-status-checks",
-        "1",
-        cwd=work,
-    )
-    submitted = {}
-    for call in sorted(calls.glob("sbatch.*")):
-        args = shlex.split(call.read_text())
-        rule = re.match(r"rule_(\w+?)_wildcards", args[args.index("--comment") + 1]).group(1)
-        submitted[rule] = args
+    snakemake(*SUBMITTED, *SUBMIT_OPTIONS, "--workflow-profile", filled_profile(tmp_path), "--directory", str(work), cwd=work)
+    submitted = submissions(calls)
     assert set(submitted) == {"train", "translate", "nounk_subset"}, sorted(p.name for p in calls.iterdir())
     train, translate, cpu = submitted["train"], submitted["translate"], submitted["nounk_subset"]
     assert "--gpus=1" in train and "--signal=USR1@600" in train and train[train.index("-t") + 1] == "1440"
     assert "--gpus=1" in translate and "--signal=USR1@600" not in translate
     assert not any(a.startswith(("--gpus", "--gres")) for a in cpu)
     assert cpu[cpu.index("-p") + 1] == "cpu" and train[train.index("-p") + 1] == "gpu" and train[train.index("-A") + 1] == "testacct"
+
+
+DRIVER = ROOT / "scripts" / "slurm_snakemake.sh"
+
+
+def test_snakemake_as_a_slurm_job_runs_from_the_submit_folder_and_submits_every_rule(tmp_path: Path, monkeypatch):
+    """scripts/slurm_snakemake.sh as Slurm runs a batch script: a copy in a spool folder, in a job's environment; it finds
+    the project by SLURM_SUBMIT_DIR and Snakemake submits each rule as a job of its own, with the profile's flags."""
+    work = stand_in_work(tmp_path)
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    (spool / "slurm_script").write_text(DRIVER.read_text())
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    python_bin = Path(sys.executable).parent  # where pip put the snakemake command
+    env = {
+        **os.environ,
+        "STUB_DIR": str(calls),
+        "PATH": f"{stub_path(tmp_path)}{os.pathsep}{python_bin}{os.pathsep}{os.environ['PATH']}",
+        "SLURM_JOB_ID": "77",
+        "SLURM_SUBMIT_DIR": str(ROOT),
+        "SLURM_CPUS_PER_TASK": "1",
+        "RNNMT_PROFILE": filled_profile(tmp_path),
+    }
+    run = subprocess.run(
+        ["bash", str(spool / "slurm_script"), *SUBMITTED, *SUBMIT_OPTIONS, "--directory", str(work)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert f"rnnmt: Snakemake as Slurm job 77 in {ROOT} with the profile {env['RNNMT_PROFILE']}" in run.stdout, run.stderr[-3000:]
+    assert "You are running snakemake in a SLURM job context" in run.stderr  # the plugin drops the job's SLURM_* for its sbatch calls
+    submitted = submissions(calls)
+    assert set(submitted) == {"train", "translate", "nounk_subset"}, run.stderr[-3000:]
+    assert "--gpus=1" in submitted["train"] and submitted["train"][submitted["train"].index("-A") + 1] == "testacct"
+    missing = subprocess.run(["bash", str(DRIVER)], env={**env, "RNNMT_PROFILE": "no/such/profile"}, capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and missing.stderr.startswith(f"rnnmt: no Snakemake profile at {ROOT}/no/such/profile/config.yaml;")
