@@ -5,8 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rnnmt.evaluate.bleu import tokenized_bleu
-from rnnmt.evaluate.significance import bleu_from_statistics, paired_bootstrap, seeded_bootstrap, sentence_statistics
+from rnnmt.evaluate.bleu import detokenized_bleu, tokenized_bleu
+from rnnmt.evaluate.significance import (
+    bleu_from_statistics,
+    bootstrap,
+    detokenized_metric,
+    paired_bootstrap,
+    seeded_bootstrap,
+    sentence_statistics,
+    two_sided_p,
+)
 from rnnmt.evaluate.tables import build_claims_table, verdict
 
 REFS = [
@@ -42,6 +50,30 @@ def test_identical_systems_differ_by_nothing_and_resampling_is_seeded():
     assert paired_bootstrap(GOOD, BAD, REFS, samples=50, seed=3) == paired_bootstrap(GOOD, BAD, REFS, samples=50, seed=3)
 
 
+def test_the_two_sided_p_value_counts_shifted_resamples_at_least_as_far_from_zero():
+    # Shifted by the observed 1: |δ − 1| = 0, 1, 2, 2; three are ≥ 1, so p = (3 + 1) / (4 + 1).
+    assert two_sided_p([1.0, 2.0, 3.0, -1.0], 1.0) == pytest.approx(0.8)
+    assert two_sided_p([0.0] * 9, 0.0) == 1.0  # no difference at all: nothing is significant
+    assert two_sided_p([5.0, 5.5, 4.5, 6.0], 5.0) == pytest.approx(1 / 5)  # every resample far from 0
+
+
+def test_p_values_of_identical_better_and_seeded_systems():
+    same = paired_bootstrap(BAD, BAD, REFS, samples=100, seed=3)
+    assert same.p_value == 1.0
+    better = paired_bootstrap(GOOD, BAD, REFS, samples=100, seed=3)
+    assert better.p_value == pytest.approx(1 / 101)  # the interval is far from 0: no shifted resample reaches it
+    seeded = bootstrap([GOOD, GOOD], [BAD, BAD], REFS, samples=100, seed=3)
+    assert seeded.seeds_a == 2 and seeded.p_value == pytest.approx(1 / 101)
+    assert bootstrap([GOOD], [BAD], REFS, samples=100, seed=3) == better  # one seed a side: the paired bootstrap
+
+
+def test_the_detokenized_metric_gives_sacrebleus_difference():
+    raw = [r.replace(" .", ".") for r in REFS]
+    bad = [b.replace(" .", ".") for b in BAD]
+    d = paired_bootstrap(raw, bad, raw, samples=50, seed=1, metric=detokenized_metric())
+    assert d.delta == pytest.approx(detokenized_bleu(REFS, raw, "en")[0] - detokenized_bleu(BAD, raw, "en")[0], abs=1e-9)
+
+
 def test_claims_table_shows_published_and_reproduced_differences():
     row = {
         "paper": "P",
@@ -54,12 +86,32 @@ def test_claims_table_shows_published_and_reproduced_differences():
         "high": 3.25,
         "p_not_better": 0.01,
         "samples": 1000,
+        "tolerance": 1.0,
+        "comparable": True,
     }
     df = build_claims_table([row, {**row, "published": None, "low": -0.5}])
     assert list(df["95% interval"]) == ["[+0.50, +3.25]", "[-0.50, +3.25]"]
     assert list(df["verdict"]) == ["holds", "not significant"]
     assert df["delta published"].isna().tolist() == [False, True]
     assert "1000 resamples" in df.attrs["notes"][0]
+    assert list(df["reproduced"]) == ["reproduced", "not comparable"]  # no published Δ: nothing to reproduce
+
+
+@pytest.mark.parametrize(
+    ("change", "status"),
+    [
+        ({}, "reproduced"),  # 1.3 inside [0.5, 3.25]
+        ({"published": 4.0}, "reproduced"),  # above the interval by less than the tolerance
+        ({"published": 4.5}, "not reproduced"),  # above it by more
+        ({"published": 0.2, "tolerance": 0.2}, "not reproduced"),
+        ({"low": -0.5}, "not reproduced"),  # the claim does not hold
+        ({"comparable": False}, "not comparable"),  # not the paper's data and sizes
+    ],
+)
+def test_a_claim_is_reproduced_when_it_holds_and_the_published_difference_is_within_its_interval_and_tolerance(change, status):
+    row = {"paper": "P", "claim": "A helps", "a": "A", "b": "B", "published": 1.3, "delta": 2.0, "low": 0.5, "high": 3.25}
+    row |= {"p_not_better": 0.01, "samples": 1000, "tolerance": 1.0, "comparable": True}
+    assert build_claims_table([{**row, **change}]).loc[0, "reproduced"] == status
 
 
 def _damaged(every: int) -> list[str]:
@@ -92,6 +144,8 @@ def test_claims_table_with_seeds_shows_both_spreads_and_the_larger_source():
         "high": 3.25,
         "p_not_better": 0.01,
         "samples": 1000,
+        "tolerance": 1.0,
+        "comparable": True,
     }
     seeded = {**row, "seed_low": -1.0, "seed_high": 4.0, "sentence_low": 1.0, "sentence_high": 3.0, "seeds_a": 3, "seeds_b": 3}
     df = build_claims_table([seeded, row])

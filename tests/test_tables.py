@@ -395,3 +395,46 @@ def test_the_markdown_names_the_data_the_rows_not_run_and_table_2s_columns(tmp_p
     assert md[4] == "Rows of the paper's table not run at this scale: rnnsearch-50star (config `systems`).\n"
     assert "Data:" not in (tmp_path / "l.csv").read_text(encoding="utf-8")
     capsys.readouterr()
+
+
+def _variant_run(tmp_path, name, hyps, refs_tok, refs_raw, src, ppl):
+    """One run's files for the variants table: translations, their scores (score_system) and a meta.json."""
+    hyps_path = _write(tmp_path / f"{name}.tok", hyps)
+    scores = score_system(hyps_all=hyps_path, refs_tok=refs_tok, refs_raw=refs_raw, src_tok=src, lang="fr", threshold=5)
+    scores_path = _write(tmp_path / f"{name}.json", [json.dumps(scores)])
+    meta_path = _write(tmp_path / f"{name}.meta.json", [json.dumps({"heldout_ppl": {"dev": ppl}})])
+    return {"seed": 1, "hyps": str(hyps_path), "scores": str(scores_path), "meta": str(meta_path)}, scores
+
+
+def test_the_variants_table_compares_each_variant_with_its_baseline_on_both_metrics(tmp_path, capsys):
+    from rnnmt.evaluate.report import variants_command
+
+    refs_raw = [f"le chat numéro {i} dort sur le tapis{' rouge et chaud' * (i % 3)}." for i in range(60)]
+    refs_tok = [r[:-1] + " ." for r in refs_raw]
+    src = [f"the cat number {i} sleeps{' on the warm red mat' * (i % 3)} ." for i in range(60)]
+    worse = [" ".join(w if j % 3 else "chien" for j, w in enumerate(r.split())) for r in refs_tok]
+    paths = {"refs_tok": _write(tmp_path / "refs.tok", refs_tok), "refs_raw": _write(tmp_path / "refs.raw", refs_raw)}
+    src_path = _write(tmp_path / "src.tok", src)
+    base, base_scores = _variant_run(tmp_path, "base", worse, paths["refs_tok"], paths["refs_raw"], src_path, 9.0)
+    good, good_scores = _variant_run(tmp_path, "good", refs_tok, paths["refs_tok"], paths["refs_raw"], src_path, 7.5)
+    same, _ = _variant_run(tmp_path, "same", worse, paths["refs_tok"], paths["refs_raw"], src_path, 9.0)
+    group = {
+        "baseline": {"label": "Base", "runs": [base]},
+        "variants": [{"label": "Better", "runs": [good]}, {"label": "Same", "runs": [same]}],
+        **{k: str(v) for k, v in paths.items()},
+        "lang": "fr",
+        "rejoin": False,
+    }
+    spec = {"title": "Variants", "demo": False, "samples": 200, "seed": 1, "threshold": 5, "length_by": "source", "groups": [group]}
+    variants_command(spec, tmp_path / "v.csv", tmp_path / "v.md")
+    rows = list(csv.DictReader((tmp_path / "v.csv").open(encoding="utf-8")))
+    assert [r["System"] for r in rows] == ["Base", "Better", "Same"] and [r["Compared with"] for r in rows] == ["(the baseline)", "Base", "Base"]
+    better, unchanged = rows[1], rows[2]
+    assert float(better["delta BLEU"]) == pytest.approx(good_scores["bleu_all"] - base_scores["bleu_all"], abs=0.006)
+    assert float(better["delta sacreBLEU"]) == pytest.approx(good_scores["sacrebleu_all"] - base_scores["sacrebleu_all"], abs=0.006)
+    assert (better["p (BLEU)"], better["p (sacreBLEU)"]) == ("0.005", "0.005")  # 1/201: no resample near 0
+    assert (unchanged["delta BLEU"], unchanged["p (BLEU)"], unchanged["p (sacreBLEU)"]) == ("0.00", "1.000", "1.000")
+    assert (better["Dev ppl"], better["Test ppl"]) == ("7.50", "")
+    assert float(better["BLEU, source > 5 words"]) == pytest.approx(good_scores["split"]["long"]["bleu"], abs=0.006)
+    assert "Seeds" not in rows[0] and "| Better | Base |" in (tmp_path / "v.md").read_text()
+    capsys.readouterr()

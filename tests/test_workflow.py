@@ -263,3 +263,30 @@ def test_tiny_two_seeds_train_apart_and_tables_claims_show_the_spread(tmp_path):
     assert high - low >= sentence_high - sentence_low - 0.011  # both rounded to 2 decimals
     again = snakemake(*args, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.integration
+def test_tiny_variant_trains_beside_its_baseline_and_is_compared_with_it(tmp_path):
+    """A variant from a --configfile: its own model and results, the comparison table and figures; Table 1 unchanged."""
+    override = tmp_path / "variant.yaml"
+    override.write_text(
+        "scales: {demo: {systems: [rnnsearch-50]}}\n"
+        "variants: {rnnsearch-50-align32: {of: rnnsearch-50, label: RNNsearch-50 (align 32), model: {align_hidden: 32}}}\n"
+    )
+    args = ("--cores", "2", "--directory", str(tmp_path), "--configfile", str(ROOT / "tests" / "config" / "tiny.yaml"), str(override))
+    run = snakemake(*args)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = tmp_path / "results"
+    for name in ("rnnsearch-50", "rnnsearch-50-align32"):
+        assert (results / "models" / name / "model.pt").stat().st_size > 0, name
+    assert json.loads((results / "config/rnnsearch-50-align32.json").read_text())["model"]["align_hidden"] == 32
+    assert json.loads((results / "config/rnnsearch-50.json").read_text())["model"]["align_hidden"] == 16
+    table1 = [r["System"] for r in csv.DictReader((results / "tables/bahdanau2014_table1.csv").open(encoding="utf-8"))]
+    assert table1 == ["RNNsearch-50", "Moses"]  # the paper's rows that run here, and no variant among them
+    rows = list(csv.DictReader((results / "tables/variants.csv").open(encoding="utf-8")))
+    assert [(r["System"], r["Compared with"]) for r in rows] == [("RNNsearch-50", "(the baseline)"), ("RNNsearch-50 (align 32)", "RNNsearch-50")]
+    assert 0 < float(rows[1]["p (BLEU)"]) <= 1 and 0 < float(rows[1]["p (sacreBLEU)"]) <= 1 and float(rows[1]["Dev ppl"]) > 1
+    for figure in ("variants_training", "variants_length"):
+        assert (results / "figures" / f"{figure}.png").stat().st_size > 0, figure
+    again = snakemake(*args, "-n")
+    assert "Nothing to be done" in again.stdout + again.stderr

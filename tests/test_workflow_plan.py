@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -137,6 +138,14 @@ def test_settings_files_hold_what_their_readers_use(demo):
     assert made["Table 4"] == "yes" and made["Table 2"] == "no" and made["Table 6"] == "no"
     claims = reports.settings(SimpleNamespace(name="claims"))["claims"]
     assert claims[0]["a"] == "RNNsearch-50" and claims[0]["refs"] == "results/data/tok/en-fr/test.fr"
+
+
+def test_only_the_paper_scale_compares_claims_with_the_published_differences(demo, paper):
+    assert not Reports(demo).claims_spec()["comparable"] and Reports(paper).claims_spec()["comparable"]
+    tolerances = {c["claim"]: c["tolerance"] for c in Reports(paper).claims_spec()["claims"]}
+    assert set(tolerances.values()) == {1.0}  # evaluation.reproduced.tolerance, written once
+    own = plan_at("paper", evaluation={"reproduced": {"tolerance": 0.5}})
+    assert {c["tolerance"] for c in Reports(own).claims_spec()["claims"]} == {0.5}
 
 
 def test_wildcard_constraints_match_only_this_plans_names(demo, paper):
@@ -334,3 +343,52 @@ def test_label_word_and_stand_in_mistakes_are_one_line_before_any_job(change, me
     change(raw)
     with pytest.raises(cfg.UserError, match=message):
         Plan.load(raw, SCHEMA)
+
+
+WIDE = {"of": "rnnsearch-50", "label": "RNNsearch-50 (wide)", "model": {"hidden": 256}}
+
+
+def test_a_variant_trains_under_its_own_name_beside_its_baseline_and_leaves_the_paper_tables_as_they_are(demo):
+    plan = plan_at("demo", variants={"rnnsearch-50-wide": WIDE})
+    assert plan.systems == [*demo.systems, "rnnsearch-50-wide"] and plan.variants == {"rnnsearch-50": ["rnnsearch-50-wide"]}
+    wide, base = plan.resolved("rnnsearch-50-wide"), plan.resolved("rnnsearch-50")
+    assert wide["model"] == {**base["model"], "hidden": 256} and wide["train"] == base["train"]  # the one change, the rest the baseline's
+    for table in demo.tables_made():
+        assert plan.table_rows(table) == demo.table_rows(table)  # the paper's rows, intact
+    targets = set(plan.final_targets())
+    assert {paths.table("variants"), paths.figure("variants_training"), paths.figure("variants_length")} <= targets
+    assert not {paths.table("variants"), paths.figure("variants_training")} & set(demo.final_targets())  # no variants: none of it
+    assert [c.system for c in plan.figure_rows("variants_training")] == ["rnnsearch-50", "rnnsearch-50-wide"]
+    spec = Reports(plan).variants_spec()
+    (group,) = spec["groups"]
+    assert group["baseline"]["label"] == "RNNsearch-50" and [v["label"] for v in group["variants"]] == ["RNNsearch-50 (wide)"]
+    assert group["variants"][0]["runs"] == [
+        {
+            "seed": 1,
+            "hyps": "results/translations/rnnsearch-50-wide/test.all.txt",
+            "scores": "results/scores/rnnsearch-50-wide.json",
+            "meta": "results/models/rnnsearch-50-wide/meta.json",
+        }
+    ]
+    assert group["refs_tok"] == "results/data/tok/en-fr/test.fr" and spec["threshold"] == 30 and spec["length_by"] == "source"
+
+
+def test_a_variant_follows_its_baseline_into_only_tables_and_out_of_a_scale_without_it():
+    only = plan_at("demo", variants={"rnnsearch-50-wide": WIDE, "dot-wide": {"of": "luong-global-dot-feed"}}, only_tables=["bahdanau2014_table1"])
+    assert "rnnsearch-50-wide" in only.systems and "dot-wide" not in only.systems
+    assert only.variants == {"rnnsearch-50": ["rnnsearch-50-wide"]}
+    paper = plan_at("paper", variants={"rnnsearch-50-wide": WIDE})
+    assert paper.systems.count("rnnsearch-50-wide") == 1 and paper.resolved("rnnsearch-50-wide")["train"]["updates"] == 288000
+
+
+@pytest.mark.parametrize(
+    ("variants", "message"),
+    [
+        ({"rnnsearch-50": WIDE}, "config: variants.rnnsearch-50 has the name of a system or an ensemble; give the variant a name of its own"),
+        ({"wide": {"of": "rnnsearch-51"}}, "config: variants.wide.of 'rnnsearch-51' is not under 'systems'"),
+        ({"wide": {"of": "rnnsearch-50", "modle": {}}}, "unknown key 'variants.wide.modle'"),
+    ],
+)
+def test_variant_mistakes_are_one_line_before_any_job(variants, message):
+    with pytest.raises(cfg.UserError, match=re.escape(message)):
+        plan_at("demo", variants=variants)

@@ -51,10 +51,35 @@ def validate(config: dict[str, Any], schema_path: Path) -> dict[str, Any]:
     errors = sorted(cls(schema).iter_errors(config), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
     if errors:
         raise UserError(f"config: {_describe(errors[0])}.")
+    add_variants(config)
     _check_references(config)
     _check_only_tables(config)
     check_claims(config)
     return config
+
+
+# What a variant may change of its baseline (config `variants`), as a system would.
+VARIANT_KEYS = ("model", "train", "decode", "heldout", "nounk", "overrides")
+
+
+def add_variants(config: dict[str, Any]) -> None:
+    """Each entry of `variants` as a system of its own name: its baseline with the variant's keys merged in, listed in every
+    scale that lists the baseline. A name already taken would write over another system's results, so it stops."""
+    for name, variant in config["variants"].items():
+        base = variant["of"]
+        if base not in config["systems"] or (base in config["variants"] and base != name):
+            raise UserError(f"config: variants.{name}.of '{base}' is not under 'systems'; a variant changes one system (e.g. of: rnnsearch-50).")
+        system = {k: v for k, v in config["systems"][base].items() if k != "reproduces"}
+        system = deep_merge(system, {"label": name, **{k: variant[k] for k in ("label", *VARIANT_KEYS) if k in variant}})
+        if name == base or config["systems"].get(name, system) != system or name in config.get("ensembles", {}):
+            raise UserError(
+                f"config: variants.{name} has the name of a system or an ensemble; give the variant a name of its own, so that its "
+                f"results are written beside {base}'s, not over another's."
+            )
+        config["systems"][name] = system
+        for scale in config["scales"].values():
+            if base in scale["systems"] and name not in scale["systems"]:
+                scale["systems"].append(name)
 
 
 def _check_only_tables(config: dict[str, Any]) -> None:
@@ -189,6 +214,8 @@ def _check_figure(config: dict[str, Any], name: str, figure: dict[str, Any]) -> 
     from rnnmt.evaluate.figures import figure_kind
 
     kind = figure_kind(figure["kind"])
+    if "variants" in figure:
+        return
     if "table" in figure:
         if figure["table"] not in config["tables"]:
             raise UserError(f"config: figures.{name}.table '{figure['table']}' is not under 'tables'.")
@@ -283,10 +310,12 @@ def tables_systems(config: dict[str, Any], tables: list[str]) -> set[str]:
 
 
 def active_systems(config: dict[str, Any]) -> list[str]:
-    """Systems that run at the active scale (its `systems`; with `only_tables`, those the tables need), in the order of `systems`."""
+    """Systems that run at the active scale (its `systems`; with `only_tables`, those the tables need and their variants), in the
+    order of `systems`."""
     listed = set(active_scale(config)["systems"])
     if config.get("only_tables"):
-        listed &= tables_systems(config, config["only_tables"])
+        needed = tables_systems(config, config["only_tables"])
+        listed &= needed | {name for name, variant in config.get("variants", {}).items() if variant["of"] in needed}
     return [name for name in config["systems"] if name in listed]
 
 

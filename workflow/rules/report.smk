@@ -5,6 +5,7 @@
 localrules:
     table,
     claims,
+    variants,
     coverage,
     figure,
     provenance,
@@ -34,6 +35,20 @@ rule claims:
         paths.log("report", "claims"),
     shell:
         "rnnmt claims --spec {input.spec} --csv {output.csv} --md {output.md} > {log} 2>&1"
+
+
+# Each variant (config `variants`) against its baseline: significance, perplexity, BLEU by length.
+rule variants:
+    input:
+        files=REPORTS.variants_inputs,
+        spec=paths.settings("variants"),
+    output:
+        csv=report(paths.table("variants", "csv"), caption="../report/variants.rst", category="1. Tables"),
+        md=paths.table("variants"),
+    log:
+        paths.log("report", "variants"),
+    shell:
+        "rnnmt variants --spec {input.spec} --csv {output.csv} --md {output.md} > {log} 2>&1"
 
 
 rule coverage:

@@ -79,6 +79,20 @@ def run_claims(a: argparse.Namespace) -> None:
     claims_command(read_json_file(a.spec, "the claims spec"), a.csv, a.md)
 
 
+def args_variants(p: argparse.ArgumentParser) -> None:
+    add_table_arguments(
+        p,
+        "JSON file: {title, demo, samples, seed, threshold, length_by, groups: [{baseline: {label, runs: [{seed, hyps, scores, meta}]}, variants, refs_tok, refs_raw, lang, rejoin}]}",
+    )
+
+
+def run_variants(a: argparse.Namespace) -> None:
+    from rnnmt.evaluate.report import variants_command
+    from rnnmt.fileio import read_json_file
+
+    variants_command(read_json_file(a.spec, "the variants spec"), a.csv, a.md)
+
+
 def args_coverage(p: argparse.ArgumentParser) -> None:
     add_table_arguments(p, "JSON file: {title, rows: [{paper, item, status, output, note, this run}]}")
 
@@ -118,6 +132,13 @@ COMMANDS = [
     Command("score", "BLEU (tokenized multi-bleu and detokenized sacreBLEU), No-UNK and length curve", args_score, run_score, torch=False),
     Command("table", "render a paper table: reproduced next to published numbers", args_table, run_table, torch=False),
     Command("claims", "paired-bootstrap 95% intervals for the BLEU differences the papers' claims rest on", args_claims, run_claims, torch=False),
+    Command(
+        "variants",
+        "each variant against its baseline: BLEU and sacreBLEU with paired bootstrap p-values, perplexity, BLEU by length",
+        args_variants,
+        run_variants,
+        torch=False,
+    ),
     Command("coverage", "the list of the papers' tables and figures, and which this run regenerates", args_coverage, run_coverage, torch=False),
     Command("figure", "draw a figure: BLEU by length, learning curves or alignments (evaluate/figures.py)", args_figure, run_figure, torch=False),
     Command("provenance", "record config, installed packages against the lock, git revision and hardware", args_provenance, run_provenance),

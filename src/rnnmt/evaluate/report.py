@@ -1,16 +1,28 @@
-"""`rnnmt table` and `rnnmt claims`: read the files a table spec names and write the table (and its check)."""
+"""`rnnmt table`, `rnnmt claims` and `rnnmt variants`: read the files a table spec names and write the table (and its check)."""
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rnnmt.evaluate.bleu import rejoin_hyphens
-from rnnmt.evaluate.significance import paired_bootstrap, seeded_bootstrap
-from rnnmt.evaluate.tables import DEMO_BANNER, TableKind, attention_check, build_claims_table, build_coverage_table, over_seeds, table_kind, write_table
+from rnnmt.evaluate.significance import bootstrap, detokenized_metric
+from rnnmt.evaluate.tables import (
+    DEMO_BANNER,
+    TableKind,
+    attention_check,
+    build_claims_table,
+    build_coverage_table,
+    build_variants_table,
+    over_seeds,
+    table_kind,
+    write_table,
+)
 from rnnmt.fileio import read_json, read_lines
 from rnnmt.runtime import log
+from rnnmt.text.tokenize import detokenize_lines
 
 
 def _load(path: str | None) -> dict | None:
@@ -61,20 +73,79 @@ def _attention_checks(rows: list[dict[str, Any]], check: dict[str, str]) -> list
 
 
 def claims_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
-    """spec: {title, demo, samples, seed, claims: [{paper, claim, a, b, runs_a: [{seed, hyps}], runs_b, refs, rejoin,
-    published?}]}. One seed a side: the paired bootstrap of the test sentences; more: the two-level bootstrap."""
+    """spec: {title, demo, comparable, samples, seed, claims: [{paper, claim, a, b, runs_a: [{seed, hyps}], runs_b, refs,
+    rejoin, published?, tolerance}]}. One seed a side: the paired bootstrap of the test sentences; more: the two-level bootstrap."""
     rows = []
     for c in spec["claims"]:
         prepare = rejoin_hyphens if c["rejoin"] else list
         refs = prepare(read_lines(c["refs"]))
         hyps_a, hyps_b = ([prepare(read_lines(run["hyps"])) for run in c[side]] for side in ("runs_a", "runs_b"))
-        if len(hyps_a) == len(hyps_b) == 1:
-            d = paired_bootstrap(hyps_a[0], hyps_b[0], refs, spec["samples"], spec["seed"])
-        else:
-            d = seeded_bootstrap(hyps_a, hyps_b, refs, spec["samples"], spec["seed"])
+        d = bootstrap(hyps_a, hyps_b, refs, spec["samples"], spec["seed"])
         log(f"{c['a']} vs {c['b']}: delta {d.delta:+.2f} BLEU, 95% [{d.low:+.2f}, {d.high:+.2f}]")
-        rows.append({**c, **dataclasses.asdict(d)})
+        rows.append({**c, **dataclasses.asdict(d), "comparable": spec["comparable"]})
     write_table(build_claims_table(rows), csv_path, md_path, title=spec["title"], banner=DEMO_BANNER if spec["demo"] else None)
+    print(md_path.read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One system of a variants table: its label and, per seed, its translations as each metric reads them, its scores and
+    its meta.json."""
+
+    label: str
+    tokenized: list[list[str]]
+    detokenized: list[list[str]]
+    scores: list[dict[str, Any]]
+    meta: list[dict[str, Any]]
+
+    @staticmethod
+    def read(entry: dict[str, Any], lang: str, rejoin: bool) -> _Side:
+        hyps = [read_lines(run["hyps"]) for run in entry["runs"]]
+        return _Side(
+            entry["label"],
+            [rejoin_hyphens(h) if rejoin else h for h in hyps],
+            [detokenize_lines(h, lang) for h in hyps],
+            [read_json(run["scores"]) for run in entry["runs"]],
+            [read_json(run["meta"]) for run in entry["runs"]],
+        )
+
+    def numbers(self) -> dict[str, Any]:
+        """Its means over seeds: BLEU, sacreBLEU, dev and test perplexity, BLEU of the short and of the long sentences."""
+        mean = lambda values: None if any(v is None for v in values) else sum(values) / len(values)  # noqa: E731
+        return {
+            "label": self.label,
+            "seeds": len(self.scores),
+            "bleu": mean([s["bleu_all"] for s in self.scores]),
+            "sacrebleu": mean([s["sacrebleu_all"] for s in self.scores]),
+            "dev_ppl": mean([m["heldout_ppl"].get("dev") for m in self.meta]),
+            "test_ppl": mean([m["heldout_ppl"].get("test") for m in self.meta]),
+            "short": mean([s["split"]["short"]["bleu"] for s in self.scores]),
+            "long": mean([s["split"]["long"]["bleu"] for s in self.scores]),
+        }
+
+
+VARIANTS_DEMO_BANNER = "**Synthetic demo data** — a difference here holds for these data and sizes, not for WMT."
+
+
+def variants_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
+    """spec: {title, demo, samples, seed, threshold, length_by, groups: [{baseline: {label, runs: [{seed, hyps, scores, meta}]},
+    variants: [same], refs_tok, refs_raw, lang, rejoin}]}: each variant against its baseline, tokenized BLEU and sacreBLEU
+    with paired bootstrap intervals and p-values, perplexity and BLEU by length."""
+    rows = []
+    for group in spec["groups"]:
+        lang, rejoin = group["lang"], group["rejoin"]
+        refs_tok = read_lines(group["refs_tok"])
+        refs_tok, refs_raw = rejoin_hyphens(refs_tok) if rejoin else refs_tok, read_lines(group["refs_raw"])
+        base = _Side.read(group["baseline"], lang, rejoin)
+        rows.append(base.numbers())
+        for entry in group["variants"]:
+            side = _Side.read(entry, lang, rejoin)
+            bleu = bootstrap(side.tokenized, base.tokenized, refs_tok, spec["samples"], spec["seed"])
+            sacre = bootstrap(side.detokenized, base.detokenized, refs_raw, spec["samples"], spec["seed"], detokenized_metric())
+            log(f"{side.label} vs {base.label}: delta {bleu.delta:+.2f} BLEU (p {bleu.p_value:.3f}), {sacre.delta:+.2f} sacreBLEU (p {sacre.p_value:.3f})")
+            rows.append({**side.numbers(), "baseline": base.label, "bleu_diff": bleu, "sacre_diff": sacre})
+    df = build_variants_table(rows, spec["threshold"], spec["length_by"])
+    write_table(df, csv_path, md_path, title=spec["title"], banner=VARIANTS_DEMO_BANNER if spec["demo"] else None)
     print(md_path.read_text(encoding="utf-8"))
 
 

@@ -312,13 +312,23 @@ def table_kind(kind: str) -> TableKind:
 CLAIMS_NOTE = (
     "Δ = BLEU(A) − BLEU(B), tokenized BLEU on the test set as in the tables. The interval is the 2.5th–97.5th "
     "percentile of Δ over paired bootstrap resamples of the test sentences (Koehn 2004); P(A ≤ B) is the share "
-    "of resamples in which A does not beat B. *holds*: the whole interval is above 0."
+    "of resamples in which A does not beat B. *holds*: the whole interval is above 0. *reproduced*: the claim holds and "
+    "the published Δ lies within the interval widened by the tolerance (BLEU) on each side; *not comparable*: this "
+    "scale's data and sizes are not the paper's (config `evaluation.reproduced`), or no Δ was published."
 )
 
 
 def verdict(low: float, high: float) -> str:
     """Whether a 95% interval of BLEU(A) − BLEU(B) supports 'A beats B'."""
     return "holds" if low > 0 else "reversed" if high < 0 else "not significant"
+
+
+def reproduction(low: float, high: float, published: float | None, tolerance: float, comparable: bool) -> str:
+    """Whether a claim is reproduced: it holds and the published difference lies within the 95% interval widened by
+    `tolerance` a side; "not comparable" where the scale's data and sizes are not the paper's or nothing was published."""
+    if not comparable or published is None:
+        return "not comparable"
+    return "reproduced" if low > 0 and low - tolerance <= published <= high + tolerance else "not reproduced"
 
 
 SEEDED_CLAIMS_NOTE = (
@@ -341,6 +351,8 @@ def _claim_record(r: dict) -> dict:
         "95% interval": f"[{r['low']:+.2f}, {r['high']:+.2f}]",
         "P(A ≤ B)": r["p_not_better"],
         "verdict": verdict(r["low"], r["high"]),
+        "tolerance": r["tolerance"],
+        "reproduced": reproduction(r["low"], r["high"], r.get("published"), r["tolerance"], r["comparable"]),
     }
     if "seed_low" in r:
         seeds, sentences = r["seed_high"] - r["seed_low"], r["sentence_high"] - r["sentence_low"]
@@ -354,14 +366,66 @@ def _claim_record(r: dict) -> dict:
 
 
 def build_claims_table(rows: list[dict]) -> pd.DataFrame:
-    """rows: {paper, claim, a, b, published (Δ or None), delta, low, high, p_not_better, samples}, and with several
-    seeds {seed_low, seed_high, sentence_low, sentence_high, seeds_a, seeds_b}."""
-    text = ["paper", "claim", "A", "B", "95% interval", "verdict", "seeds", "seed-only 95%", "sentence-only 95%", "larger source"]
+    """rows: {paper, claim, a, b, published (Δ or None), tolerance, comparable, delta, low, high, p_not_better, samples},
+    and with several seeds {seed_low, seed_high, sentence_low, sentence_high, seeds_a, seeds_b}."""
+    text = ["paper", "claim", "A", "B", "95% interval", "verdict", "reproduced", "seeds", "seed-only 95%", "sentence-only 95%", "larger source"]
     records = [_claim_record(r) for r in rows]
     df = _frame(records, [c for c in text if any(c in record for record in records)])
     samples = {r["samples"] for r in rows}
     seeded = [SEEDED_CLAIMS_NOTE] if any("seed_low" in r for r in rows) else []
     df.attrs["notes"] = [CLAIMS_NOTE + (f" {samples.pop()} resamples." if len(samples) == 1 else ""), *seeded]
+    return df
+
+
+VARIANTS_NOTE = (
+    "Each variant (config `variants`) is compared with the system it changes, on the same test set. BLEU = tokenized "
+    "BLEU as in the paper tables; sacreBLEU (detok) = 13a on detokenized output. delta = variant − baseline; the interval "
+    "is the 2.5th–97.5th percentile of delta over paired bootstrap resamples of the test sentences (Koehn 2004), and p "
+    "the two-sided p-value of no difference from the same resamples: the share of resamples, shifted by delta, at least "
+    "|delta| from 0 (Berg-Kirkpatrick et al. 2012); with several seeds, the two-level bootstrap over seeds and sentences "
+    "of the claims table. Ppl = perplexity per target word at the "
+    "end of training. BLEU by length splits the test set at the sentence length in the column's name; "
+    "results/figures/variants_length.png draws the whole curve and variants_training.png the learning curves."
+)
+
+
+def _p(value: float | None) -> str | None:
+    """A p-value as the tables print it: three decimals (two would show most significant ones as 0.00)."""
+    return None if value is None else f"{value:.3f}"
+
+
+def _variant_record(r: dict, threshold: int, by: str) -> dict:
+    bleu, sacre = r.get("bleu_diff"), r.get("sacre_diff")
+    return {
+        "System": r["label"],
+        "Compared with": r.get("baseline") or "(the baseline)",
+        "Seeds": r["seeds"],
+        "BLEU": r["bleu"],
+        "delta BLEU": bleu.delta if bleu else None,
+        "95% interval": f"[{bleu.low:+.2f}, {bleu.high:+.2f}]" if bleu else "",
+        "p (BLEU)": _p(bleu.p_value if bleu else None),
+        "sacreBLEU (detok)": r["sacrebleu"],
+        "delta sacreBLEU": sacre.delta if sacre else None,
+        "p (sacreBLEU)": _p(sacre.p_value if sacre else None),
+        "Dev ppl": r["dev_ppl"],
+        "Test ppl": r["test_ppl"],
+        f"BLEU, {by} ≤ {threshold} words": r["short"],
+        f"BLEU, {by} > {threshold} words": r["long"],
+    }
+
+
+def build_variants_table(rows: list[dict], threshold: int, by: str = "source") -> pd.DataFrame:
+    """rows: a baseline's {label, seeds, bleu, sacrebleu, dev_ppl, test_ppl, short, long} (means over seeds), then each
+    of its variants' with {baseline (its label), bleu_diff, sacre_diff} (significance.Difference against the baseline); the
+    length columns split at `threshold` words of the `by` side (evaluation.length_curve.by)."""
+    if not rows:
+        raise UserError("The variants table needs at least one variant.")
+    records = [_variant_record(r, threshold, by) for r in rows]
+    df = _frame(records, ["System", "Compared with", "95% interval", "p (BLEU)", "p (sacreBLEU)"], int_columns=["Seeds"])
+    if (df["Seeds"] == 1).all():
+        df = df.drop(columns="Seeds")
+    samples = {d.samples for r in rows for d in (r.get("bleu_diff"),) if d}
+    df.attrs["notes"] = [VARIANTS_NOTE + (f" {samples.pop()} resamples." if len(samples) == 1 else "")]
     return df
 
 

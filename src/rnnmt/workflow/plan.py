@@ -115,6 +115,7 @@ class Plan:
         self.bpe = self.scale["vocab"]["kind"] == "bpe"
         self.archive_files = {sources.file_name(self.sources, key): key for key in self.sources["archives"]}
         self.table_splits = self._table_splits()
+        self.variants = self._variants()
 
     @classmethod
     def load(cls, config: dict[str, Any], schema: Path) -> Plan:
@@ -122,6 +123,14 @@ class Plan:
         return cls(cfg.validate(config, schema))
 
     # --- names ------------------------------------------------------------------------------------
+
+    def _variants(self) -> dict[str, list[str]]:
+        """Each baseline that runs here and its variants (config `variants`), in the order they are listed."""
+        variants: dict[str, list[str]] = {}
+        for name, variant in self.config["variants"].items():
+            if name in self.systems and variant["of"] in self.systems:
+                variants.setdefault(variant["of"], []).append(name)
+        return variants
 
     @property
     def decoded(self) -> list[str]:
@@ -251,7 +260,10 @@ class Plan:
         runs_here = self.systems if kind.trained else self.decoded
         if "heldout" in kind.options:
             runs_here = [s for s in runs_here if fig["heldout"] in self.resolved(s)["heldout"]]
-        rows = [{"system": s} for s in self.table_systems(fig["table"])] if "table" in fig else fig["rows"]
+        if "variants" in fig:
+            rows = [{"system": s} for baseline, variants in self.variants.items() for s in (baseline, *variants)]
+        else:
+            rows = [{"system": s} for s in self.table_systems(fig["table"])] if "table" in fig else fig["rows"]
         curves = []
         for row in rows:
             drawn = next((s for s in (row["system"], *row.get("stand_in", [])) if s in runs_here), None)
@@ -287,10 +299,11 @@ class Plan:
         return [c for c in self.config["claims"] if all(split_score_name(c[side])[0] in active for side in ("a", "b"))]
 
     def final_targets(self) -> list[str]:
-        """What `snakemake` with no target makes: tables, figures, claims, coverage, the corpus reports of the pairs
-        the systems translate, provenance."""
+        """What `snakemake` with no target makes: tables, figures, claims, the variants' comparison, coverage, the corpus
+        reports of the pairs the systems translate, provenance."""
         targets = [paths.table(t, ext) for t in self.tables_made() for ext in ("csv", "md")]
         targets += [paths.figure(key) for key, drawn in self.figure_systems().items() if drawn]
         targets += [paths.table("claims", ext) for ext in ("csv", "md")] if self.active_claims() else []
+        targets += [paths.table("variants", ext) for ext in ("csv", "md")] if self.variants else []
         targets += [paths.table("coverage", ext) for ext in ("csv", "md")]
         return targets + [paths.raw_report(pair) for pair in self.pairs] + [paths.provenance()]

@@ -14,6 +14,7 @@ from rnnmt.workflow.plan import DEMO_BANNER, Plan, score_name, split_score_name,
 DATA_SOURCES = {"synthetic": " on rnnmt's synthetic corpora (not WMT)", "wmt14": " on WMT releases", "files": " on the scale's own files (data.files)"}
 CLAIMS_TITLE = "The papers' claims: BLEU differences with paired-bootstrap 95% intervals"
 COVERAGE_TITLE = "What the papers show and what this run regenerates"
+VARIANTS_TITLE = "Variants beside their baselines: BLEU and sacreBLEU with paired bootstrap p-values, perplexity, BLEU by length"
 
 
 class Reports:
@@ -26,11 +27,21 @@ class Reports:
 
     def settings_names(self) -> list[str]:
         """Every settings file this plan writes: RUN (training), decode/SYSTEM, tables/TABLE, figures/FIGURE, claims,
-        coverage, provenance."""
+        variants, coverage, provenance."""
         plan = self.plan
         trained = [run for run, r in plan.runs.items() if r.system in plan.systems]
         figures = [f"figures/{name}" for name, rows in plan.figure_systems().items() if rows]
-        return [*trained, *(f"decode/{s}" for s in plan.decoded), *(f"tables/{t}" for t in plan.table_splits), *figures, "claims", "coverage", "provenance"]
+        variants = ["variants"] if plan.variants else []
+        return [
+            *trained,
+            *(f"decode/{s}" for s in plan.decoded),
+            *(f"tables/{t}" for t in plan.table_splits),
+            *figures,
+            "claims",
+            *variants,
+            "coverage",
+            "provenance",
+        ]
 
     def settings(self, wildcards: Any) -> dict[str, Any]:
         """The content of one settings file (the `settings` rule's params: a change reruns what reads it)."""
@@ -43,6 +54,8 @@ class Reports:
             return self.figure_spec(name)
         if name == "claims":
             return self.claims_spec()
+        if name == "variants":
+            return self.variants_spec()
         if name == "coverage":
             return self.coverage_spec()
         if name == "provenance":
@@ -138,7 +151,9 @@ class Reports:
         return sorted(hyps | {self._claim_refs(c) for c in claims})
 
     def claims_spec(self) -> dict[str, Any]:
-        """Each active claim with its two translation files, reference and scoring flags, for `rnnmt claims`."""
+        """Each active claim with its two translation files, reference, scoring flags and tolerance, for `rnnmt claims`;
+        whether this scale's numbers are comparable with the papers' (evaluation.reproduced.scales)."""
+        reproduced = self.plan.config["evaluation"]["reproduced"]
         claims = []
         for c in self.plan.active_claims():
             pair = self.plan.pair_of(split_score_name(c["a"])[0])
@@ -150,6 +165,7 @@ class Reports:
                     "a": names["a"],
                     "b": names["b"],
                     "published": c["published"],
+                    "tolerance": c.get("tolerance", reproduced["tolerance"]),
                     "runs_a": self._claim_runs(c["a"]),
                     "runs_b": self._claim_runs(c["b"]),
                     "refs": self._claim_refs(c),
@@ -157,7 +173,48 @@ class Reports:
                 }
             )
         boot = self.plan.config["evaluation"]["bootstrap"]
-        return {"title": CLAIMS_TITLE, "demo": self.plan.demo, "samples": boot["samples"], "seed": boot["seed"], "claims": claims}
+        comparable = self.plan.config["scale"] in reproduced["scales"]
+        return {"title": CLAIMS_TITLE, "demo": self.plan.demo, "comparable": comparable, "samples": boot["samples"], "seed": boot["seed"], "claims": claims}
+
+    # --- variants ----------------------------------------------------------------------------------------
+
+    def _variant_runs(self, system: str) -> list[dict[str, Any]]:
+        """A system's runs, one per seed: its test translations as decoded, its scores and its meta.json."""
+        return [
+            {
+                "seed": self.plan.runs[run].seed,
+                "hyps": translation_of(score_name(run)),
+                "scores": paths.scores(score_name(run)),
+                "meta": paths.model(run, "meta.json"),
+            }
+            for run in self.plan.runs_of(system)
+        ]
+
+    def variants_spec(self) -> dict[str, Any]:
+        """Each baseline with its variants (Plan.variants), the files of their runs and the pair's test set, for `rnnmt variants`."""
+        groups = []
+        for baseline, variants in self.plan.variants.items():
+            pair = self.plan.pair_of(baseline)
+            tgt = self.plan.langs(pair)[1]
+            groups.append(
+                {
+                    "baseline": {"label": self.plan.label(baseline), "runs": self._variant_runs(baseline)},
+                    "variants": [{"label": self.plan.label(v), "runs": self._variant_runs(v)} for v in variants],
+                    "refs_tok": paths.tok(pair, "test", tgt),
+                    "refs_raw": paths.corpus(pair, "test", tgt),
+                    "lang": tgt,
+                    "rejoin": self.plan.config["pairs"][pair]["rejoin_hyphens"],
+                }
+            )
+        config = self.plan.config
+        boot = config["evaluation"]["bootstrap"]
+        lengths = {"threshold": config["evaluation"]["long_threshold"], "length_by": config["evaluation"]["length_curve"]["by"]}
+        return {"title": VARIANTS_TITLE, "demo": self.plan.demo, "samples": boot["samples"], "seed": boot["seed"], **lengths, "groups": groups}
+
+    def variants_inputs(self, wildcards: Any) -> list[str]:
+        groups = self.variants_spec()["groups"]
+        runs = [run for g in groups for entry in (g["baseline"], *g["variants"]) for run in entry["runs"]]
+        return sorted({f for run in runs for f in (run["hyps"], run["scores"], run["meta"])} | {f for g in groups for f in (g["refs_tok"], g["refs_raw"])})
 
     def coverage_spec(self) -> dict[str, Any]:
         """config `coverage`, each row with whether this scale's run writes its output."""
