@@ -31,8 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "wmt14"
 # What the GPU machine lacks (it has torch, Triton, numpy, pandas, matplotlib, PyYAML and pytest), at the lock's
 # versions (constraints.txt), as wheels for its Python 3.12; pytest-xdist runs the suite in parallel there.
-WHEELS = "jsonschema referencing jsonschema-specifications rpds-py attrs sacremoses subword-nmt mock click joblib tqdm regex sacrebleu portalocker tabulate colorama lxml".split()
-UNLOCKED = ["pytest-xdist==3.8.0", "execnet==2.1.1"]
+WHEELS = (
+    "jsonschema referencing jsonschema-specifications rpds-py attrs sacremoses subword-nmt mock click joblib tqdm regex sacrebleu portalocker tabulate "
+    "colorama lxml pytest-xdist execnet"
+).split()
 # Real data for the precision comparison: (pair, training sample, dev set) from ../shared/data/wmt14.
 DATA = {
     "en-fr": {
@@ -313,7 +315,7 @@ def prepare(gpu_dir: Path) -> None:
     platforms = [arg for p in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64") for arg in ("--platform", p)]
     locked = dict(re.findall(r"^([A-Za-z0-9_.-]+)==([^\s#]+)", (ROOT / "constraints.txt").read_text(), re.MULTILINE))
     download = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp"]
-    subprocess.run([*download, *platforms, "-d", str(wheels), *(f"{name}=={locked[name]}" for name in WHEELS), *UNLOCKED], check=True)
+    subprocess.run([*download, *platforms, "-d", str(wheels), *(f"{name}=={locked[name]}" for name in WHEELS)], check=True)
     for pair, spec in DATA.items():
         folder = gpu_dir / "data" / pair
         folder.mkdir(parents=True, exist_ok=True)
