@@ -143,15 +143,14 @@ def stage(name: str, launches: int = 1) -> Callable[[type[Stage]], type[Stage]]:
 
 
 @functools.cache
-def _arguments(kernel: Any, stage: type[Stage]) -> tuple[tuple[str, str | None], ...]:
-    """Each of `kernel`'s parameters and the operand it reads of a `stage`: its own name, or `<operand>_stride`'s; None
-    for a parameter that no operand names (its value comes with the launch)."""
+def _arguments(kernel: Any, stage: type[Stage]) -> tuple[tuple[str, str | None, bool], ...]:
+    """Each of `kernel`'s parameters, the operand it reads of a `stage` (its own name, or `<operand>_stride`'s; None for a
+    parameter that no operand names: its value comes with the launch) and whether that operand's rows must be dense (the
+    kernel reads the operand itself and takes no `<operand>_stride`)."""
     fields = {f.name for f in dataclasses.fields(stage)}  # type: ignore[arg-type]
-    plan = []
-    for name in kernel.arg_names:
-        operand = name if name in fields else name.removesuffix("_stride") if name.removesuffix("_stride") in fields else None
-        plan.append((name, operand))
-    return tuple(plan)
+    read = [(name, name if name in fields else name.removesuffix("_stride") if name.removesuffix("_stride") in fields else None) for name in kernel.arg_names]
+    strided = {operand for name, operand in read if operand is not None and name != operand}
+    return tuple((name, operand, name == operand and operand not in strided) for name, operand in read)
 
 
 def launch(kernel: Any, stage: Stage, grid: tuple[int, ...], **values: Any) -> None:
@@ -159,21 +158,18 @@ def launch(kernel: Any, stage: Stage, grid: tuple[int, ...], **values: Any) -> N
     (None where it is absent: the kernel's `if x is not None` branches compile out), `<operand>_stride` its row stride
     (0 where absent); sizes, block widths and launch options (num_warps) come from `values`."""
     operands = stage.operands()
-    plan = _arguments(kernel, type(stage))
-    strided = {operand for name, operand in plan if operand is not None and name != operand}
     arguments = {}
-    for name, operand in plan:
+    for name, operand, dense in _arguments(kernel, type(stage)):
         if name in values:
             continue
         if operand is None:
             raise TypeError(f"stage {stage.name}: kernel parameter {name} is neither an operand nor given")
         value = operands[operand]
-        if name == operand and operand not in strided and isinstance(value, Tensor) and value.dim() == 2 and value.shape[0] > 1:
-            if value.stride(0) != value.shape[1]:  # the kernel reads its rows shape[1] apart
-                raise ValueError(
-                    f"stage {stage.name}: operand {operand} [{value.shape[0]}×{value.shape[1]}] has its rows {value.stride(0)} elements "
-                    f"apart; its kernel takes no {operand}_stride, so expected rows {value.shape[1]} apart"
-                )
+        if dense and isinstance(value, Tensor) and value.dim() == 2 and value.shape[0] > 1 and value.stride(0) != value.shape[1]:
+            raise ValueError(
+                f"stage {stage.name}: operand {operand} [{value.shape[0]}×{value.shape[1]}] has its rows {value.stride(0)} elements "
+                f"apart; its kernel takes no {operand}_stride, so expected rows {value.shape[1]} apart"
+            )
         arguments[name] = value if name == operand else value.stride(0) if value is not None else 0
     start(kernel, grid, {**arguments, **values})
 
