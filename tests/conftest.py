@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -17,19 +18,19 @@ torch.set_num_threads(1)
 NO_CUDA = "no CUDA device here: the GPU suite (`python -m pytest -m cuda`) runs on a machine with one"
 
 
-# The default run's workers (pyproject's `-n auto`): its tests are single-threaded, so two cores halve its time. The long
-# tests (-m integration) run whole workflows on both cores and a timed Slurm, and the GPU suite shares one device: one
-# process for them, unless a run asks for workers itself (-n N, PYTEST_XDIST_AUTO_NUM_WORKERS).
-DEFAULT_RUN = "not integration"
+# The default run's workers (pyproject's `-n auto`): its tests are single-threaded, so two cores halve its time. A run
+# that selects the long tests (-m integration: whole workflows on both cores, a timed Slurm) or the GPU suite (-m cuda:
+# one device) takes one process, unless it asks for workers itself (-n N, PYTEST_XDIST_AUTO_NUM_WORKERS).
 DEFAULT_WORKERS = 2
+ONE_PROCESS = re.compile(r"(?<!not )\b(integration|cuda)\b")
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """How many workers `-n auto` starts: DEFAULT_WORKERS (at most the cores) for the default run, else none."""
+    """How many workers `-n auto` starts: DEFAULT_WORKERS (at most the cores), or none for the long tests or the GPU suite."""
     if "PYTEST_XDIST_AUTO_NUM_WORKERS" in os.environ:
         return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
     cores = len(os.sched_getaffinity(0))
-    return min(DEFAULT_WORKERS, cores) if config.getoption("markexpr") == DEFAULT_RUN and cores > 1 else 0
+    return 0 if ONE_PROCESS.search(config.getoption("markexpr")) or cores < 2 else min(DEFAULT_WORKERS, cores)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -178,7 +178,7 @@ def test_snakemake_as_a_slurm_job_runs_from_the_submit_folder_and_submits_every_
         ["bash", str(spool / "slurm_script"), *SUBMITTED, *SUBMIT_OPTIONS, "--directory", str(work)], env=env, capture_output=True, text=True, timeout=600
     )
     assert f"rnnmt: Snakemake as Slurm job 77 in {ROOT} with the profile {env['RNNMT_PROFILE']}" in run.stdout, run.stderr[-3000:]
-    assert "You are running snakemake in a SLURM job context" in run.stderr  # the plugin drops the job's SLURM_* for its sbatch calls
+    assert "You are running snakemake in a SLURM job context" in run.stderr  # the plugin saw the job (and clears SLURM_*: its code)
     submitted = submissions(calls)
     assert set(submitted) == {"train", "translate", "nounk_subset"}, run.stderr[-3000:]
     assert "--gpus=1" in submitted["train"] and submitted["train"][submitted["train"].index("-A") + 1] == "testacct"

@@ -50,20 +50,21 @@ def test_identical_systems_differ_by_nothing_and_resampling_is_seeded():
     assert paired_bootstrap(GOOD, BAD, REFS, samples=50, seed=3) == paired_bootstrap(GOOD, BAD, REFS, samples=50, seed=3)
 
 
-def test_the_two_sided_p_value_counts_shifted_resamples_at_least_as_far_from_zero():
-    # Shifted by the observed 1: |δ − 1| = 0, 1, 2, 2; three are ≥ 1, so p = (3 + 1) / (4 + 1).
-    assert two_sided_p([1.0, 2.0, 3.0, -1.0], 1.0) == pytest.approx(0.8)
-    assert two_sided_p([0.0] * 9, 0.0) == 1.0  # no difference at all: nothing is significant
-    assert two_sided_p([5.0, 5.5, 4.5, 6.0], 5.0) == pytest.approx(1 / 5)  # every resample far from 0
+def test_the_two_sided_p_value_is_twice_the_share_of_resamples_on_the_rarer_side_of_zero():
+    # One of four resamples at or below 0: p = 2 · (1 + 1) / (4 + 1).
+    assert two_sided_p([1.0, 2.0, 3.0, -1.0]) == pytest.approx(0.8)
+    assert two_sided_p([0.0] * 9) == 1.0  # no difference at all: nothing is significant
+    assert two_sided_p([-5.0, -5.5, -4.5, -6.0]) == pytest.approx(0.4)  # none above 0, either sign alike
+    assert two_sided_p([0.1] * 39 + [-0.1]) == pytest.approx(4 / 41)  # p < 0.05 needs more than 40 resamples
 
 
 def test_p_values_of_identical_better_and_seeded_systems():
     same = paired_bootstrap(BAD, BAD, REFS, samples=100, seed=3)
     assert same.p_value == 1.0
     better = paired_bootstrap(GOOD, BAD, REFS, samples=100, seed=3)
-    assert better.p_value == pytest.approx(1 / 101)  # the interval is far from 0: no shifted resample reaches it
+    assert better.p_value == pytest.approx(2 / 101)  # no resample at or below 0: the smallest p 100 resamples give
     seeded = bootstrap([GOOD, GOOD], [BAD, BAD], REFS, samples=100, seed=3)
-    assert seeded.seeds_a == 2 and seeded.p_value == pytest.approx(1 / 101)
+    assert seeded.seeds_a == 2 and seeded.p_value == pytest.approx(2 / 101)
     assert bootstrap([GOOD], [BAD], REFS, samples=100, seed=3) == better  # one seed a side: the paired bootstrap
 
 

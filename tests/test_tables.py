@@ -425,14 +425,14 @@ def test_the_variants_table_compares_each_variant_with_its_baseline_on_both_metr
         "lang": "fr",
         "rejoin": False,
     }
-    spec = {"title": "Variants", "demo": False, "samples": 200, "seed": 1, "threshold": 5, "length_by": "source", "groups": [group]}
+    spec = {"title": "Variants", "demo": False, "samples": 200, "seed": 1, "groups": [group]}
     variants_command(spec, tmp_path / "v.csv", tmp_path / "v.md")
     rows = list(csv.DictReader((tmp_path / "v.csv").open(encoding="utf-8")))
     assert [r["System"] for r in rows] == ["Base", "Better", "Same"] and [r["Compared with"] for r in rows] == ["(the baseline)", "Base", "Base"]
     better, unchanged = rows[1], rows[2]
     assert float(better["delta BLEU"]) == pytest.approx(good_scores["bleu_all"] - base_scores["bleu_all"], abs=0.006)
     assert float(better["delta sacreBLEU"]) == pytest.approx(good_scores["sacrebleu_all"] - base_scores["sacrebleu_all"], abs=0.006)
-    assert (better["p (BLEU)"], better["p (sacreBLEU)"]) == ("0.005", "0.005")  # 1/201: no resample near 0
+    assert (better["p (BLEU)"], better["p (sacreBLEU)"]) == ("0.010", "0.010")  # 2/201: no resample at or below 0
     assert (unchanged["delta BLEU"], unchanged["p (BLEU)"], unchanged["p (sacreBLEU)"]) == ("0.00", "1.000", "1.000")
     assert (better["Dev ppl"], better["Test ppl"]) == ("7.50", "")
     assert float(better["BLEU, source > 5 words"]) == pytest.approx(good_scores["split"]["long"]["bleu"], abs=0.006)

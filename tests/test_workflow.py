@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -285,7 +286,11 @@ def test_tiny_variant_trains_beside_its_baseline_and_is_compared_with_it(tmp_pat
     assert table1 == ["RNNsearch-50", "Moses"]  # the paper's rows that run here, and no variant among them
     rows = list(csv.DictReader((results / "tables/variants.csv").open(encoding="utf-8")))
     assert [(r["System"], r["Compared with"]) for r in rows] == [("RNNsearch-50", "(the baseline)"), ("RNNsearch-50 (align 32)", "RNNsearch-50")]
-    assert 0 < float(rows[1]["p (BLEU)"]) <= 1 and 0 < float(rows[1]["p (sacreBLEU)"]) <= 1 and float(rows[1]["Dev ppl"]) > 1
+    base, variant = rows
+    assert float(variant["delta BLEU"]) == pytest.approx(float(variant["BLEU"]) - float(base["BLEU"]), abs=0.011)
+    assert all(re.fullmatch(r"[01]\.\d{3}", variant[column]) for column in ("p (BLEU)", "p (sacreBLEU)")), variant
+    meta = json.loads((results / "models/rnnsearch-50-align32/meta.json").read_text())
+    assert float(variant["Dev ppl"]) == pytest.approx(meta["heldout_ppl"]["dev"], abs=0.006)
     for figure in ("variants_training", "variants_length"):
         assert (results / "figures" / f"{figure}.png").stat().st_size > 0, figure
     again = snakemake(*args, "-n")

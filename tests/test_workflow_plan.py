@@ -143,7 +143,7 @@ def test_settings_files_hold_what_their_readers_use(demo):
 def test_only_the_paper_scale_compares_claims_with_the_published_differences(demo, paper):
     assert not Reports(demo).claims_spec()["comparable"] and Reports(paper).claims_spec()["comparable"]
     tolerances = {c["claim"]: c["tolerance"] for c in Reports(paper).claims_spec()["claims"]}
-    assert set(tolerances.values()) == {1.0}  # evaluation.reproduced.tolerance, written once
+    assert set(tolerances.values()) == {1.0}  # evaluation.reproduced.tolerance: no claim sets its own
     own = plan_at("paper", evaluation={"reproduced": {"tolerance": 0.5}})
     assert {c["tolerance"] for c in Reports(own).claims_spec()["claims"]} == {0.5}
 
@@ -370,15 +370,31 @@ def test_a_variant_trains_under_its_own_name_beside_its_baseline_and_leaves_the_
             "meta": "results/models/rnnsearch-50-wide/meta.json",
         }
     ]
-    assert group["refs_tok"] == "results/data/tok/en-fr/test.fr" and spec["threshold"] == 30 and spec["length_by"] == "source"
+    assert group["refs_tok"] == "results/data/tok/en-fr/test.fr" and group["lang"] == "fr" and not group["rejoin"]
 
 
 def test_a_variant_follows_its_baseline_into_only_tables_and_out_of_a_scale_without_it():
-    only = plan_at("demo", variants={"rnnsearch-50-wide": WIDE, "dot-wide": {"of": "luong-global-dot-feed"}}, only_tables=["bahdanau2014_table1"])
-    assert "rnnsearch-50-wide" in only.systems and "dot-wide" not in only.systems
+    star = {"of": "rnnsearch-50star"}  # a paper-only system
+    only = plan_at(
+        "demo", variants={"rnnsearch-50-wide": WIDE, "dot-wide": {"of": "luong-global-dot-feed"}, "star-x": star}, only_tables=["bahdanau2014_table1"]
+    )
+    assert "rnnsearch-50-wide" in only.systems and "dot-wide" not in only.systems and "star-x" not in only.systems
     assert only.variants == {"rnnsearch-50": ["rnnsearch-50-wide"]}
-    paper = plan_at("paper", variants={"rnnsearch-50-wide": WIDE})
-    assert paper.systems.count("rnnsearch-50-wide") == 1 and paper.resolved("rnnsearch-50-wide")["train"]["updates"] == 288000
+    alone = plan_at("demo", variants={"star-x": star})
+    assert "star-x" not in alone.systems and alone.variants == {} and paths.table("variants") not in alone.final_targets()
+    paper = plan_at("paper", variants={"rnnsearch-50-wide": WIDE, "star-x": star})
+    assert paper.systems.count("rnnsearch-50-wide") == 1 and paper.variants == {"rnnsearch-50": ["rnnsearch-50-wide"], "rnnsearch-50star": ["star-x"]}
+
+
+def test_a_variants_own_settings_come_after_everything_its_baseline_sets_at_the_scale():
+    # rnnencdec-30 sets its updates per scale (overrides.demo, overrides.paper): the variant's own value still wins.
+    longer = {"of": "rnnencdec-30", "train": {"updates": 100}, "overrides": {"paper": {"model": {"hidden": 500}}}}
+    for scale, hidden in (("demo", 128), ("paper", 500)):
+        plan = plan_at(scale, variants={"encdec-100": longer})
+        settings, base = plan.resolved("encdec-100"), plan.resolved("rnnencdec-30")
+        assert settings["train"] == {**base["train"], "updates": 100} and settings["model"]["hidden"] == hidden, scale
+    again = cfg.validate(plan.config, SCHEMA)  # a second validation of the same config (Snakemake's and a command's)
+    assert again["systems"]["encdec-100"] == plan.config["systems"]["encdec-100"] and again["scales"]["paper"]["systems"].count("encdec-100") == 1
 
 
 @pytest.mark.parametrize(
@@ -387,8 +403,19 @@ def test_a_variant_follows_its_baseline_into_only_tables_and_out_of_a_scale_with
         ({"rnnsearch-50": WIDE}, "config: variants.rnnsearch-50 has the name of a system or an ensemble; give the variant a name of its own"),
         ({"wide": {"of": "rnnsearch-51"}}, "config: variants.wide.of 'rnnsearch-51' is not under 'systems'"),
         ({"wide": {"of": "rnnsearch-50", "modle": {}}}, "unknown key 'variants.wide.modle'"),
+        ({"rnnsearch-50.seed2": {"of": "rnnsearch-50"}}, "config: variants.rnnsearch-50.seed2: a variant's name names its runs and files"),
+        ({"a": {"of": "rnnsearch-50"}, "b": {"of": "a"}}, "config: variants.b.of 'a' is a variant; a variant changes a system under 'systems'"),
+        ({"wide": {"of": "rnnsearch-50", "label": "{wdith}"}}, "config: variants.wide.label names {wdith}, which is not under 'label_words'"),
     ],
 )
 def test_variant_mistakes_are_one_line_before_any_job(variants, message):
     with pytest.raises(cfg.UserError, match=re.escape(message)):
         plan_at("demo", variants=variants)
+
+
+def test_a_variants_figure_of_a_kind_that_draws_few_curves_is_one_line():
+    figure = {"kind": "alignments", "variants": True, "title": "t", "caption": "c"}
+    with pytest.raises(
+        cfg.UserError, match=r"config: figures\.mine draws every variant and its baseline \(variants: true\); a alignments figure draws at most 1\."
+    ):
+        plan_at("demo", figures={"mine": figure})

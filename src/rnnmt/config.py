@@ -58,19 +58,26 @@ def validate(config: dict[str, Any], schema_path: Path) -> dict[str, Any]:
     return config
 
 
-# What a variant may change of its baseline (config `variants`), as a system would.
-VARIANT_KEYS = ("model", "train", "decode", "heldout", "nounk", "overrides")
+# What a system, a variant and a scale's overrides set: the sections of a resolved system (resolve_system).
+STAGE_KEYS = ("model", "train", "decode", "heldout", "nounk")
+# A system's or variant's name names its runs and files (SYSTEM.seedN, SYSTEM.unk, folders): no dots or slashes.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
 def add_variants(config: dict[str, Any]) -> None:
-    """Each entry of `variants` as a system of its own name: its baseline with the variant's keys merged in, listed in every
-    scale that lists the baseline. A name already taken would write over another system's results, so it stops."""
+    """Each entry of `variants` as a system of its own name, listed in every scale that lists its baseline: the baseline's
+    entry (resolve_system then layers the variant's own settings last). A name already taken would write over another
+    system's results, so it stops."""
     for name, variant in config["variants"].items():
         base = variant["of"]
-        if base not in config["systems"] or (base in config["variants"] and base != name):
+        if not NAME.fullmatch(name):
+            raise UserError(f"config: variants.{name}: a variant's name names its runs and files; expected letters, digits, '-' and '_' only.")
+        if base in config["variants"] and base != name:
+            raise UserError(f"config: variants.{name}.of '{base}' is a variant; a variant changes a system under 'systems' (e.g. of: rnnsearch-50).")
+        if base not in config["systems"]:
             raise UserError(f"config: variants.{name}.of '{base}' is not under 'systems'; a variant changes one system (e.g. of: rnnsearch-50).")
-        system = {k: v for k, v in config["systems"][base].items() if k != "reproduces"}
-        system = deep_merge(system, {"label": name, **{k: variant[k] for k in ("label", *VARIANT_KEYS) if k in variant}})
+        system = {k: v for k, v in config["systems"][base].items() if k != "reproduces"} | {"label": variant.get("label", name)}
+        # The entry this function made on an earlier validation of the same config is equal to `system`; any other is not.
         if name == base or config["systems"].get(name, system) != system or name in config.get("ensembles", {}):
             raise UserError(
                 f"config: variants.{name} has the name of a system or an ensemble; give the variant a name of its own, so that its "
@@ -193,7 +200,8 @@ def _check_references(config: dict[str, Any]) -> None:
 def _check_label_words(config: dict[str, Any]) -> None:
     """Every `{WORD}` of a label, table title or figure legend is under `label_words`; a figure's title may also
     name {systems}, and a table row without a system has no settings to fill words from."""
-    templates = [(f"systems.{name}.label", s["label"]) for name, s in config["systems"].items()]
+    section = {name: "variants" if name in config.get("variants", {}) else "systems" for name in config["systems"]}
+    templates = [(f"{section[name]}.{name}.label", s["label"]) for name, s in config["systems"].items()]
     for name, table in config["tables"].items():
         templates.append((f"tables.{name}.title", table["title"]))
         templates += [(f"tables.{name}.rows[{i}].label", row["label"]) for i, row in enumerate(table["rows"]) if "label" in row and "system" in row]
@@ -215,6 +223,10 @@ def _check_figure(config: dict[str, Any], name: str, figure: dict[str, Any]) -> 
 
     kind = figure_kind(figure["kind"])
     if "variants" in figure:
+        if kind.max_curves is not None:
+            raise UserError(
+                f"config: figures.{name} draws every variant and its baseline (variants: true); a {figure['kind']} figure draws at most {kind.max_curves}."
+            )
         return
     if "table" in figure:
         if figure["table"] not in config["tables"]:
@@ -382,7 +394,8 @@ def resolve_system(config: dict[str, Any], name: str) -> dict[str, Any]:
 
     Decoding starts from `evaluation` (GroundHog's beam). Then, in order: the system's recipe, the
     recipe's overrides for the active scale and the scales it inherits (base first; at least one must
-    exist), the scale's own model/train/decode, the system's own settings, its overrides for the scale.
+    exist), the scale's own model/train/decode, the system's own settings, its overrides for the scale;
+    for a variant, the baseline's (its system entry) and then the variant's own settings and overrides.
     """
     system, scale = config["systems"][name], config["scale"]
     chain = scale_chain(config, scale)
@@ -395,19 +408,24 @@ def resolve_system(config: dict[str, Any], name: str) -> dict[str, Any]:
             f"{' or ' + ', '.join(chain[:-1]) if len(chain) > 1 else ''}; add recipes.{system['recipe']}.overrides.{scale}"
             f" ({{}} if the recipe's own settings are meant)."
         )
-    stage_keys = ("model", "train", "decode", "heldout", "nounk")
+    variant = config.get("variants", {}).get(name)
     layers = [
         {"decode": {"beam": evaluation["beam"], "normalize": evaluation["normalize"]}, "heldout": config["heldout"], "nounk": True},
-        {k: v for k, v in spec.items() if k in stage_keys},
+        {k: v for k, v in spec.items() if k in STAGE_KEYS},
         *(overrides.get(s, {}) for s in chain),
-        {k: v for k, v in active_scale(config).items() if k in stage_keys},
-        {k: system[k] for k in stage_keys if k in system},
-        *(system["overrides"].get(s, {}) for s in chain),
+        {k: v for k, v in active_scale(config).items() if k in STAGE_KEYS},
+        *_own_layers(system, chain),
+        *(_own_layers(variant, chain) if variant else []),
     ]
     resolved: dict[str, Any] = {"model": {}, "train": {}}
     for layer in layers:
         resolved = deep_merge(resolved, layer)
     return resolved
+
+
+def _own_layers(entry: dict[str, Any], chain: list[str]) -> list[dict[str, Any]]:
+    """A system's (or a variant's) own settings, then its overrides for the scales of `chain`, root first."""
+    return [{k: entry[k] for k in STAGE_KEYS if k in entry}, *(entry.get("overrides", {}).get(s, {}) for s in chain)]
 
 
 LABEL_WORD = re.compile(r"\{([^{}]+)\}")

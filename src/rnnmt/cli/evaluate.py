@@ -69,7 +69,10 @@ def run_table(a: argparse.Namespace) -> None:
 
 
 def args_claims(p: argparse.ArgumentParser) -> None:
-    add_table_arguments(p, "JSON file: {title, demo, samples, seed, claims: [{paper, claim, a, b, hyps_a, hyps_b, refs, rejoin}]}")
+    add_table_arguments(
+        p,
+        "JSON file: {title, demo, comparable, samples, seed, claims: [{paper, claim, a, b, runs_a: [{seed, hyps}], runs_b, refs, rejoin, published, tolerance}]}",
+    )
 
 
 def run_claims(a: argparse.Namespace) -> None:
@@ -82,7 +85,7 @@ def run_claims(a: argparse.Namespace) -> None:
 def args_variants(p: argparse.ArgumentParser) -> None:
     add_table_arguments(
         p,
-        "JSON file: {title, demo, samples, seed, threshold, length_by, groups: [{baseline: {label, runs: [{seed, hyps, scores, meta}]}, variants, refs_tok, refs_raw, lang, rejoin}]}",
+        "JSON file: {title, demo, samples, seed, groups: [{baseline: {label, runs: [{seed, hyps, scores, meta}]}, variants, refs_tok, refs_raw, lang, rejoin}]}",
     )
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rnnmt.errors import UserError
 from rnnmt.evaluate.bleu import rejoin_hyphens
 from rnnmt.evaluate.significance import bootstrap, detokenized_metric
 from rnnmt.evaluate.tables import (
@@ -72,14 +73,23 @@ def _attention_checks(rows: list[dict[str, Any]], check: dict[str, str]) -> list
     return texts
 
 
+def _as_scored(lines: list[str], rejoin: bool) -> list[str]:
+    """Tokenized lines as tokenized BLEU reads them: split hyphens rejoined where the pair's tables do (Luong)."""
+    return rejoin_hyphens(lines) if rejoin else lines
+
+
+def _mean(values: list[float | None]) -> float | None:
+    """The mean over seeds; None where a seed has no value (no sentence on one side of a length split, no such set)."""
+    return None if any(v is None for v in values) else sum(values) / len(values)  # type: ignore[arg-type]
+
+
 def claims_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
     """spec: {title, demo, comparable, samples, seed, claims: [{paper, claim, a, b, runs_a: [{seed, hyps}], runs_b, refs,
     rejoin, published?, tolerance}]}. One seed a side: the paired bootstrap of the test sentences; more: the two-level bootstrap."""
     rows = []
     for c in spec["claims"]:
-        prepare = rejoin_hyphens if c["rejoin"] else list
-        refs = prepare(read_lines(c["refs"]))
-        hyps_a, hyps_b = ([prepare(read_lines(run["hyps"])) for run in c[side]] for side in ("runs_a", "runs_b"))
+        refs = _as_scored(read_lines(c["refs"]), c["rejoin"])
+        hyps_a, hyps_b = ([_as_scored(read_lines(run["hyps"]), c["rejoin"]) for run in c[side]] for side in ("runs_a", "runs_b"))
         d = bootstrap(hyps_a, hyps_b, refs, spec["samples"], spec["seed"])
         log(f"{c['a']} vs {c['b']}: delta {d.delta:+.2f} BLEU, 95% [{d.low:+.2f}, {d.high:+.2f}]")
         rows.append({**c, **dataclasses.asdict(d), "comparable": spec["comparable"]})
@@ -100,10 +110,11 @@ class _Side:
 
     @staticmethod
     def read(entry: dict[str, Any], lang: str, rejoin: bool) -> _Side:
+        """A spec's {label, runs: [{seed, hyps, scores, meta}]}, its translations in `lang`."""
         hyps = [read_lines(run["hyps"]) for run in entry["runs"]]
         return _Side(
             entry["label"],
-            [rejoin_hyphens(h) if rejoin else h for h in hyps],
+            [_as_scored(h, rejoin) for h in hyps],
             [detokenize_lines(h, lang) for h in hyps],
             [read_json(run["scores"]) for run in entry["runs"]],
             [read_json(run["meta"]) for run in entry["runs"]],
@@ -111,31 +122,31 @@ class _Side:
 
     def numbers(self) -> dict[str, Any]:
         """Its means over seeds: BLEU, sacreBLEU, dev and test perplexity, BLEU of the short and of the long sentences."""
-        mean = lambda values: None if any(v is None for v in values) else sum(values) / len(values)  # noqa: E731
         return {
             "label": self.label,
             "seeds": len(self.scores),
-            "bleu": mean([s["bleu_all"] for s in self.scores]),
-            "sacrebleu": mean([s["sacrebleu_all"] for s in self.scores]),
-            "dev_ppl": mean([m["heldout_ppl"].get("dev") for m in self.meta]),
-            "test_ppl": mean([m["heldout_ppl"].get("test") for m in self.meta]),
-            "short": mean([s["split"]["short"]["bleu"] for s in self.scores]),
-            "long": mean([s["split"]["long"]["bleu"] for s in self.scores]),
+            "bleu": _mean([s["bleu_all"] for s in self.scores]),
+            "sacrebleu": _mean([s["sacrebleu_all"] for s in self.scores]),
+            "dev_ppl": _mean([m["heldout_ppl"].get("dev") for m in self.meta]),
+            "test_ppl": _mean([m["heldout_ppl"].get("test") for m in self.meta]),
+            "short": _mean([s["split"]["short"]["bleu"] for s in self.scores]),
+            "long": _mean([s["split"]["long"]["bleu"] for s in self.scores]),
         }
 
 
-VARIANTS_DEMO_BANNER = "**Synthetic demo data** — a difference here holds for these data and sizes, not for WMT."
+VARIANTS_DEMO_BANNER = "**Synthetic demo data** — differences on these data and sizes say nothing about WMT."
 
 
 def variants_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
-    """spec: {title, demo, samples, seed, threshold, length_by, groups: [{baseline: {label, runs: [{seed, hyps, scores, meta}]},
-    variants: [same], refs_tok, refs_raw, lang, rejoin}]}: each variant against its baseline, tokenized BLEU and sacreBLEU
-    with paired bootstrap intervals and p-values, perplexity and BLEU by length."""
+    """spec: {title, demo, samples, seed, groups: [{baseline: {label, runs: [{seed, hyps, scores, meta}]}, variants: [same],
+    refs_tok, refs_raw, lang, rejoin}]}: each variant against its baseline, tokenized BLEU and sacreBLEU with paired
+    bootstrap intervals and p-values, perplexity, and BLEU by length as the score files split it."""
+    if not spec["groups"]:
+        raise UserError("The variants spec has no groups; expected a baseline and its variants at least once.")
     rows = []
     for group in spec["groups"]:
         lang, rejoin = group["lang"], group["rejoin"]
-        refs_tok = read_lines(group["refs_tok"])
-        refs_tok, refs_raw = rejoin_hyphens(refs_tok) if rejoin else refs_tok, read_lines(group["refs_raw"])
+        refs_tok, refs_raw = _as_scored(read_lines(group["refs_tok"]), rejoin), read_lines(group["refs_raw"])
         base = _Side.read(group["baseline"], lang, rejoin)
         rows.append(base.numbers())
         for entry in group["variants"]:
@@ -144,7 +155,8 @@ def variants_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> Non
             sacre = bootstrap(side.detokenized, base.detokenized, refs_raw, spec["samples"], spec["seed"], detokenized_metric())
             log(f"{side.label} vs {base.label}: delta {bleu.delta:+.2f} BLEU (p {bleu.p_value:.3f}), {sacre.delta:+.2f} sacreBLEU (p {sacre.p_value:.3f})")
             rows.append({**side.numbers(), "baseline": base.label, "bleu_diff": bleu, "sacre_diff": sacre})
-    df = build_variants_table(rows, spec["threshold"], spec["length_by"])
+    scored = base.scores[0]  # every score file of a run splits at the workflow's one threshold and side
+    df = build_variants_table(rows, scored["split"]["threshold"], scored["length_by"])
     write_table(df, csv_path, md_path, title=spec["title"], banner=VARIANTS_DEMO_BANNER if spec["demo"] else None)
     print(md_path.read_text(encoding="utf-8"))
 

@@ -69,7 +69,7 @@ def paired_bootstrap(
         for sum_a, sum_b in zip(a[idx].sum(axis=1), b[idx].sum(axis=1)):
             deltas.append(bleu_from_statistics(sum_a, metric) - bleu_from_statistics(sum_b, metric))
     full = bleu_from_statistics(a.sum(axis=0), metric) - bleu_from_statistics(b.sum(axis=0), metric)
-    return Difference(full, *_interval(deltas), _share_not_better(deltas), samples, two_sided_p(deltas, full))
+    return Difference(full, *_interval(deltas), _share_not_better(deltas), samples, two_sided_p(deltas))
 
 
 def _interval(values: Sequence[float]) -> tuple[float, float]:
@@ -82,13 +82,13 @@ def _share_not_better(deltas: Sequence[float]) -> float:
     return float(np.mean(np.asarray(deltas) <= 0))
 
 
-def two_sided_p(deltas: Sequence[float], observed: float) -> float:
-    """The two-sided p-value of "no difference" from resampled differences: the resamples shifted by the observed
-    difference stand for its distribution under the null hypothesis (Berg-Kirkpatrick et al. 2012, "An empirical
-    investigation of statistical significance in NLP", §2, made two-sided), and p is the share of them, one added to
-    both counts, at least as far from 0 as the observed difference."""
-    shifted = np.abs(np.asarray(deltas) - observed)
-    return float((np.sum(shifted >= abs(observed)) + 1) / (len(shifted) + 1))
+def two_sided_p(deltas: Sequence[float]) -> float:
+    """The two-sided p-value of "no difference" that the percentile interval of the same resamples implies: twice the
+    share of resamples on the side of 0 that has fewer (0 counted on both sides), one added to both counts, at most 1. So p < 0.05
+    where the 95% interval (`_interval`) lies on one side of 0, up to the percentiles' interpolation."""
+    values = np.asarray(deltas)
+    fewer = min(np.sum(values <= 0), np.sum(values >= 0))
+    return float(min(1.0, 2 * (fewer + 1) / (len(values) + 1)))
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def seeded_bootstrap(
         sentences_only.append(bleu_a.mean() - bleu_b.mean())
     (low, high), (seed_low, seed_high), (sentence_low, sentence_high) = map(_interval, (combined, seeds_only, sentences_only))
     delta = float(full_a.mean() - full_b.mean())
-    p = two_sided_p(combined, delta)
+    p = two_sided_p(combined)
     return SeededDifference(delta, low, high, _share_not_better(combined), samples, p, seed_low, seed_high, sentence_low, sentence_high, len(a), len(b))
 
 

@@ -351,7 +351,7 @@ def _claim_record(r: dict) -> dict:
         "95% interval": f"[{r['low']:+.2f}, {r['high']:+.2f}]",
         "P(A ≤ B)": r["p_not_better"],
         "verdict": verdict(r["low"], r["high"]),
-        "tolerance": r["tolerance"],
+        "tolerance": r["tolerance"] if r["comparable"] else None,  # only where the scale compares with the paper
         "reproduced": reproduction(r["low"], r["high"], r.get("published"), r["tolerance"], r["comparable"]),
     }
     if "seed_low" in r:
@@ -381,11 +381,12 @@ VARIANTS_NOTE = (
     "Each variant (config `variants`) is compared with the system it changes, on the same test set. BLEU = tokenized "
     "BLEU as in the paper tables; sacreBLEU (detok) = 13a on detokenized output. delta = variant − baseline; the interval "
     "is the 2.5th–97.5th percentile of delta over paired bootstrap resamples of the test sentences (Koehn 2004), and p "
-    "the two-sided p-value of no difference from the same resamples: the share of resamples, shifted by delta, at least "
-    "|delta| from 0 (Berg-Kirkpatrick et al. 2012); with several seeds, the two-level bootstrap over seeds and sentences "
-    "of the claims table. Ppl = perplexity per target word at the "
-    "end of training. BLEU by length splits the test set at the sentence length in the column's name; "
-    "results/figures/variants_length.png draws the whole curve and variants_training.png the learning curves."
+    "the two-sided p-value of no difference the same resamples give: twice the share of them on the rarer side of 0 "
+    "(so p < 0.05 where the interval excludes 0); with several seeds, the two-level bootstrap over seeds and sentences "
+    "of the claims table. One seed a system shows the test sentences' variation only, not the seeds'. Ppl = perplexity "
+    "per target word of the model training wrote (with early stopping, the best validation's). BLEU by length splits "
+    "the test set at the sentence length in the column's name; results/figures/variants_length.png draws the whole "
+    "curve and variants_training.png the learning curves."
 )
 
 
@@ -395,6 +396,7 @@ def _p(value: float | None) -> str | None:
 
 
 def _variant_record(r: dict, threshold: int, by: str) -> dict:
+    """One row of the variants table: a baseline's numbers, or a variant's with its differences from the baseline."""
     bleu, sacre = r.get("bleu_diff"), r.get("sacre_diff")
     return {
         "System": r["label"],
@@ -424,7 +426,7 @@ def build_variants_table(rows: list[dict], threshold: int, by: str = "source") -
     df = _frame(records, ["System", "Compared with", "95% interval", "p (BLEU)", "p (sacreBLEU)"], int_columns=["Seeds"])
     if (df["Seeds"] == 1).all():
         df = df.drop(columns="Seeds")
-    samples = {d.samples for r in rows for d in (r.get("bleu_diff"),) if d}
+    samples = {r["bleu_diff"].samples for r in rows if r.get("bleu_diff")}
     df.attrs["notes"] = [VARIANTS_NOTE + (f" {samples.pop()} resamples." if len(samples) == 1 else "")]
     return df
 

@@ -252,7 +252,8 @@ class Plan:
         return list(dict.fromkeys(r["system"] for r in self.table_rows(table) if "system" in r))
 
     def figure_rows(self, name: str) -> list[Curve]:
-        """The curves of figure `name` at the active scale: its table's systems or its rows, those that run here (a row's
+        """The curves of figure `name` at the active scale: its table's systems, its rows, or (`variants: true`) each baseline
+        and its variants, those that run here (a row's
         system, else the first of its `stand_in` that runs); for a kind that reads training files, those trained here
         (and that validate on the figure's held-out set where it names one)."""
         fig = self.config["figures"][name]

@@ -206,12 +206,11 @@ class Reports:
                     "rejoin": self.plan.config["pairs"][pair]["rejoin_hyphens"],
                 }
             )
-        config = self.plan.config
-        boot = config["evaluation"]["bootstrap"]
-        lengths = {"threshold": config["evaluation"]["long_threshold"], "length_by": config["evaluation"]["length_curve"]["by"]}
-        return {"title": VARIANTS_TITLE, "demo": self.plan.demo, "samples": boot["samples"], "seed": boot["seed"], **lengths, "groups": groups}
+        boot = self.plan.config["evaluation"]["bootstrap"]
+        return {"title": VARIANTS_TITLE, "demo": self.plan.demo, "samples": boot["samples"], "seed": boot["seed"], "groups": groups}
 
     def variants_inputs(self, wildcards: Any) -> list[str]:
+        """Every file `rnnmt variants` reads: each run's translations, scores and meta.json, each pair's references."""
         groups = self.variants_spec()["groups"]
         runs = [run for g in groups for entry in (g["baseline"], *g["variants"]) for run in entry["runs"]]
         return sorted({f for run in runs for f in (run["hyps"], run["scores"], run["meta"])} | {f for g in groups for f in (g["refs_tok"], g["refs_raw"])})
