@@ -351,7 +351,7 @@ def _claim_record(r: dict) -> dict:
         "95% interval": f"[{r['low']:+.2f}, {r['high']:+.2f}]",
         "P(A ≤ B)": r["p_not_better"],
         "verdict": verdict(r["low"], r["high"]),
-        "tolerance": r["tolerance"] if r["comparable"] else None,  # only where the scale compares with the paper
+        "tolerance": r["tolerance"],
         "reproduced": reproduction(r["low"], r["high"], r.get("published"), r["tolerance"], r["comparable"]),
     }
     if "seed_low" in r:
