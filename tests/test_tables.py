@@ -438,3 +438,35 @@ def test_the_variants_table_compares_each_variant_with_its_baseline_on_both_metr
     assert float(better["BLEU, source > 5 words"]) == pytest.approx(good_scores["split"]["long"]["bleu"], abs=0.006)
     assert "Seeds" not in rows[0] and "| Better | Base |" in (tmp_path / "v.md").read_text()
     capsys.readouterr()
+
+
+def test_the_variants_table_averages_seeds_and_tests_them_with_the_two_level_bootstrap(tmp_path, capsys):
+    from rnnmt.evaluate.report import variants_command
+    from rnnmt.evaluate.significance import bootstrap
+
+    refs_raw = [f"le chat numéro {i} dort sur le tapis{' rouge' * (i % 4)}." for i in range(40)]
+    refs_tok = [r[:-1] + " ." for r in refs_raw]
+    src = _write(tmp_path / "src.tok", [f"the cat {i} sleeps ." for i in range(40)])
+    paths = {"refs_tok": _write(tmp_path / "refs.tok", refs_tok), "refs_raw": _write(tmp_path / "refs.raw", refs_raw)}
+    damaged = [[" ".join(w if j % every else "chien" for j, w in enumerate(r.split())) for r in refs_tok] for every in (2, 3)]
+    runs, scores = {}, {}
+    for name, hyps in {"base1": damaged[0], "base2": damaged[1], "var1": refs_tok, "var2": damaged[1]}.items():
+        runs[name], scores[name] = _variant_run(tmp_path, name, hyps, paths["refs_tok"], paths["refs_raw"], src, 5.0)
+    group = {
+        "baseline": {"label": "Base", "runs": [runs["base1"], {**runs["base2"], "seed": 2}]},
+        "variants": [{"label": "Var", "runs": [runs["var1"], {**runs["var2"], "seed": 2}]}],
+        **{k: str(v) for k, v in paths.items()},
+        "lang": "fr",
+        "rejoin": False,
+    }
+    variants_command({"title": "Variants", "demo": False, "samples": 100, "seed": 1, "groups": [group]}, tmp_path / "v.csv", tmp_path / "v.md")
+    base, var = csv.DictReader((tmp_path / "v.csv").open(encoding="utf-8"))
+    assert (base["Seeds"], var["Seeds"]) == ("2", "2")  # the means over seeds, and how many
+    means = {side: (scores[f"{side}1"]["bleu_all"] + scores[f"{side}2"]["bleu_all"]) / 2 for side in ("base", "var")}
+    assert float(base["BLEU"]) == pytest.approx(means["base"], abs=0.006) and float(var["BLEU"]) == pytest.approx(means["var"], abs=0.006)
+    assert float(var["delta BLEU"]) == pytest.approx(means["var"] - means["base"], abs=0.006)
+    # The interval and p of the two-level bootstrap over both seeds of each side, not of one seed's translations.
+    expected = bootstrap([refs_tok, damaged[1]], damaged, refs_tok, 100, 1)
+    assert var["95% interval"] == f"[{expected.low:+.2f}, {expected.high:+.2f}]" and var["p (BLEU)"] == f"{expected.p_value:.3f}"
+    assert expected.seeds_a == expected.seeds_b == 2
+    capsys.readouterr()
