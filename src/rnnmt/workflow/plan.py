@@ -253,9 +253,8 @@ class Plan:
 
     def figure_rows(self, name: str) -> list[Curve]:
         """The curves of figure `name` at the active scale: its table's systems, its rows, or (`variants: true`) each baseline
-        and its variants, those that run here (a row's
-        system, else the first of its `stand_in` that runs); for a kind that reads training files, those trained here
-        (and that validate on the figure's held-out set where it names one)."""
+        and its variants, those that run here (a row's system, else the first of its `stand_in` that runs); for a kind
+        that reads training files, those trained here (and that validate on the figure's held-out set where it names one)."""
         fig = self.config["figures"][name]
         kind = figure_kind(fig["kind"])
         runs_here = self.systems if kind.trained else self.decoded
@@ -263,8 +262,10 @@ class Plan:
             runs_here = [s for s in runs_here if fig["heldout"] in self.resolved(s)["heldout"]]
         if "variants" in fig:
             rows = [{"system": s} for baseline, variants in self.variants.items() for s in (baseline, *variants)]
+        elif "table" in fig:
+            rows = [{"system": s} for s in self.table_systems(fig["table"])]
         else:
-            rows = [{"system": s} for s in self.table_systems(fig["table"])] if "table" in fig else fig["rows"]
+            rows = fig["rows"]
         curves = []
         for row in rows:
             drawn = next((s for s in (row["system"], *row.get("stand_in", [])) if s in runs_here), None)
