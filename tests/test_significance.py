@@ -5,16 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rnnmt.evaluate.bleu import detokenized_bleu, tokenized_bleu
-from rnnmt.evaluate.significance import (
-    bleu_from_statistics,
-    bootstrap,
-    detokenized_metric,
-    paired_bootstrap,
-    seeded_bootstrap,
-    sentence_statistics,
-    two_sided_p,
-)
+from rnnmt.evaluate.bleu import bleu_from_statistics, detokenized_bleu, detokenized_metric, sentence_statistics, tokenized_bleu
+from rnnmt.evaluate.significance import bootstrap, paired_bootstrap, seeded_bootstrap, two_sided_p
 from rnnmt.evaluate.tables import build_claims_table, verdict
 
 REFS = [

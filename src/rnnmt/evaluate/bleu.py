@@ -1,8 +1,11 @@
-"""Corpus BLEU: tokenized (identical to multi-bleu.perl) and detokenized sacreBLEU (13a)."""
+"""Corpus BLEU: tokenized (identical to multi-bleu.perl) and detokenized sacreBLEU (13a), and the per-sentence
+statistics whose sums give the BLEU of any subset or resample (length.py, significance.py)."""
 
 from __future__ import annotations
 
-import sacrebleu
+from collections.abc import Sequence
+
+import numpy as np
 from sacrebleu.metrics import BLEU
 
 from rnnmt.errors import UserError
@@ -31,16 +34,39 @@ def rejoin_hyphens(lines: list[str]) -> list[str]:
     return out
 
 
-def tokenized_bleu(hyps: list[str], refs: list[str]) -> float:
-    """Case-sensitive corpus BLEU on already Moses-tokenized text, as multi-bleu.perl computes it."""
-    check_parallel(hyps, refs)
+def tokenized_metric() -> BLEU:
+    """Case-sensitive BLEU on already Moses-tokenized text, as multi-bleu.perl computes it."""
     # smooth_method='none': multi-bleu.perl gives 0.00 when an n-gram order has no match at all.
-    return sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", smooth_method="none", force=True).score
+    return BLEU(tokenize="none", smooth_method="none", force=True)
+
+
+def detokenized_metric() -> BLEU:
+    """sacreBLEU with its defaults (13a), on detokenized hypotheses and raw references."""
+    return BLEU()
+
+
+def tokenized_bleu(hyps: list[str], refs: list[str]) -> float:
+    """Corpus BLEU of `tokenized_metric` (multi-bleu.perl's)."""
+    check_parallel(hyps, refs)
+    return tokenized_metric().corpus_score(hyps, [refs]).score
 
 
 def detokenized_bleu(hyps_tok: list[str], refs_raw: list[str], lang: str) -> tuple[float, str]:
     """sacreBLEU with its defaults (13a) on detokenized hypotheses vs raw references; returns (score, signature)."""
     check_parallel(hyps_tok, refs_raw)
-    metric = BLEU()
+    metric = detokenized_metric()
     score = metric.corpus_score(detokenize_lines(hyps_tok, lang), [refs_raw]).score
     return score, str(metric.get_signature())
+
+
+def sentence_statistics(hyps: Sequence[str], refs: Sequence[str], metric: BLEU | None = None) -> np.ndarray:
+    """Per-sentence BLEU statistics [n, 10] (`tokenized_metric` unless another is given): lengths, then n-gram matches
+    and totals for n = 1..4. Their sum over any sentences gives those sentences' corpus BLEU (`bleu_from_statistics`)
+    as sacrebleu computes it from the text."""
+    check_parallel(list(hyps), list(refs))
+    return np.asarray((metric or tokenized_metric())._extract_corpus_statistics(hyps, [refs]), dtype=np.int64)
+
+
+def bleu_from_statistics(stats: np.ndarray, metric: BLEU | None = None) -> float:
+    """Corpus BLEU of summed statistics."""
+    return (metric or tokenized_metric())._compute_score_from_stats(stats.tolist()).score

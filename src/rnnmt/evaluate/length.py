@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+
 from rnnmt.errors import UserError
-from rnnmt.evaluate.bleu import check_parallel, tokenized_bleu
+from rnnmt.evaluate.bleu import bleu_from_statistics, check_parallel, sentence_statistics
 
 
 def window_bounds(x: int, window: int) -> tuple[int, int]:
@@ -28,12 +30,13 @@ def _check_lengths(hyps: list[str], refs: list[str], lengths: list[int]) -> None
         raise UserError(f"Need one length per sentence, got {len(lengths)} lengths for {len(hyps)} sentences.")
 
 
-def _subset_bleu(hyps: list[str], refs: list[str], picked: list[int], min_sentences: int) -> float | None:
-    """Tokenized BLEU over the picked sentences, or None when there are fewer than `min_sentences`."""
+def _subset_bleu(stats: np.ndarray, picked: list[int], min_sentences: int) -> float | None:
+    """Tokenized BLEU over the picked sentences (rows of `sentence_statistics`), or None when there are fewer than
+    `min_sentences`."""
     # BLEU of no sentences is undefined, whatever the caller's minimum.
     if len(picked) < max(min_sentences, 1):
         return None
-    return tokenized_bleu([hyps[i] for i in picked], [refs[i] for i in picked])
+    return bleu_from_statistics(stats[picked].sum(axis=0))
 
 
 def length_curve(
@@ -47,11 +50,11 @@ def length_curve(
     _check_lengths(hyps, refs, lengths)
     if window < 1:
         raise UserError(f"The length window must be at least 1, got {window}.")
-    curve = []
+    stats, curve = sentence_statistics(hyps, refs), []
     for x in xs:
         lo, hi = window_bounds(x, window)
         picked = [i for i, n in enumerate(lengths) if lo <= n < hi]
-        curve.append({"x": x, "bleu": _subset_bleu(hyps, refs, picked, min_sentences), "n": len(picked)})
+        curve.append({"x": x, "bleu": _subset_bleu(stats, picked, min_sentences), "n": len(picked)})
     return curve
 
 
@@ -61,12 +64,13 @@ def split_bleu(hyps: list[str], refs: list[str], lengths: list[int], threshold: 
     A side without sentences has "bleu": None.
     """
     _check_lengths(hyps, refs, lengths)
+    stats = sentence_statistics(hyps, refs)
     short = [i for i, n in enumerate(lengths) if n <= threshold]
     long = [i for i, n in enumerate(lengths) if n > threshold]
     return {
         "threshold": threshold,
-        "short": {"bleu": _subset_bleu(hyps, refs, short, 1), "n": len(short)},
-        "long": {"bleu": _subset_bleu(hyps, refs, long, 1), "n": len(long)},
+        "short": {"bleu": _subset_bleu(stats, short, 1), "n": len(short)},
+        "long": {"bleu": _subset_bleu(stats, long, 1), "n": len(long)},
     }
 
 
@@ -81,8 +85,8 @@ def length_groups(hyps: list[str], refs: list[str], group_size: int = 200) -> li
         raise UserError(f"The group size must be at least 1, got {group_size}.")
     lengths = [len(r.split()) for r in refs]
     order = sorted(range(len(refs)), key=lambda i: lengths[i])
-    groups = []
+    stats, groups = sentence_statistics(hyps, refs), []
     for start in range(0, len(order), group_size):
         picked = order[start : start + group_size]
-        groups.append({"x": max(lengths[i] for i in picked), "bleu": _subset_bleu(hyps, refs, picked, 1), "n": len(picked)})
+        groups.append({"x": max(lengths[i] for i in picked), "bleu": _subset_bleu(stats, picked, 1), "n": len(picked)})
     return groups

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from rnnmt.errors import UserError
-from rnnmt.evaluate.bleu import rejoin_hyphens
-from rnnmt.evaluate.significance import bootstrap, detokenized_metric
+from rnnmt.evaluate.bleu import detokenized_metric, rejoin_hyphens
+from rnnmt.evaluate.significance import bootstrap
 from rnnmt.evaluate.tables import (
     DEMO_BANNER,
     TableKind,

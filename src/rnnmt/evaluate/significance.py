@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from sacrebleu.metrics import BLEU
 
-from rnnmt.evaluate.bleu import check_parallel
+from rnnmt.evaluate.bleu import bleu_from_statistics, sentence_statistics, tokenized_metric
 
 # Resamples summed at once: bounds memory to chunk × sentences × 10 statistics.
 CHUNK = 100
@@ -33,27 +33,6 @@ class Difference:
     p_not_better: float
     samples: int
     p_value: float
-
-
-def tokenized_metric() -> BLEU:
-    """The tables' tokenized BLEU (bleu.tokenized_bleu): multi-bleu.perl identical."""
-    return BLEU(tokenize="none", smooth_method="none", force=True)
-
-
-def detokenized_metric() -> BLEU:
-    """sacreBLEU with its defaults (13a), on detokenized hypotheses and raw references (bleu.detokenized_bleu)."""
-    return BLEU()
-
-
-def sentence_statistics(hyps: Sequence[str], refs: Sequence[str], metric: BLEU | None = None) -> np.ndarray:
-    """Per-sentence BLEU statistics [n, 10]: lengths, then n-gram matches and totals for n = 1..4."""
-    check_parallel(list(hyps), list(refs))
-    return np.asarray((metric or tokenized_metric())._extract_corpus_statistics(hyps, [refs]), dtype=np.int64)
-
-
-def bleu_from_statistics(stats: np.ndarray, metric: BLEU | None = None) -> float:
-    """Corpus BLEU of summed statistics."""
-    return (metric or tokenized_metric())._compute_score_from_stats(stats.tolist()).score
 
 
 def paired_bootstrap(
