@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -18,19 +19,34 @@ torch.set_num_threads(1)
 NO_CUDA = "no CUDA device here: the GPU suite (`python -m pytest -m cuda`) runs on a machine with one"
 
 
-# The default run's workers (pyproject's `-n auto`): its tests are single-threaded, so two cores halve its time. A run
-# that selects the long tests (-m integration: whole workflows on both cores, a timed Slurm) or the GPU suite (-m cuda:
-# one device) takes one process, unless it asks for workers itself (-n N, PYTEST_XDIST_AUTO_NUM_WORKERS).
+# `-n auto`'s workers (pyproject.toml): two, at most the cores. The default run's tests are single-threaded, so two
+# cores halve its time; the long tests (-m integration) leave a core idle while Slurm schedules their jobs, so a
+# second worker runs other modules meanwhile. The GPU suite (-m cuda: one device) takes one process, unless it asks
+# for workers itself (-n N, PYTEST_XDIST_AUTO_NUM_WORKERS).
 DEFAULT_WORKERS = 2
-ONE_PROCESS = re.compile(r"(?<!not )\b(integration|cuda)\b")
+SELECTS = r"(?<!not )\b{}\b"  # a -m expression that selects the marker, not one that leaves it out
+
+
+def selects(config: pytest.Config, marker: str) -> bool:
+    return re.search(SELECTS.format(marker), config.getoption("markexpr")) is not None
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """How many workers `-n auto` starts: DEFAULT_WORKERS (at most the cores), or none for the long tests or the GPU suite."""
+    """How many workers `-n auto` starts: DEFAULT_WORKERS (at most the cores), or none for the GPU suite."""
     if "PYTEST_XDIST_AUTO_NUM_WORKERS" in os.environ:
         return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
     cores = len(os.sched_getaffinity(0))
-    return 0 if ONE_PROCESS.search(config.getoption("markexpr")) or cores < 2 else min(DEFAULT_WORKERS, cores)
+    return 0 if selects(config, "cuda") or cores < 2 else min(DEFAULT_WORKERS, cores)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """The long tests go to the workers a module at a time, so that a module's fixtures (a Slurm cluster, a workflow's
+    run) start once; other runs as pytest-xdist spreads them by default."""
+    if not selects(config, "integration"):
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    return LoadFileScheduling(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

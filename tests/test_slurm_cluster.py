@@ -83,8 +83,9 @@ def slurm_profile(directory: Path, **train) -> Path:
         else:
             resources.update(mem_mb=500)
     profile["set-resources"]["train"].update(train)
-    # One torch thread per job, as in the local reference run: the tables are compared bit for bit.
-    profile["set-threads"] = {"train": 1, "translate": 1, "tokenize": 2}
+    # One torch thread per job, as in the local reference run: the tables are compared bit for bit. One tokenizing
+    # process per job, so that the eight tokenize jobs run two at a time on the node's two CPUs.
+    profile["set-threads"] = {"train": 1, "translate": 1, "tokenize": 1}
     profile.update(
         {
             "jobs": 4,
@@ -172,13 +173,13 @@ def test_the_workflow_through_the_profile_puts_gpu_jobs_on_gpus_and_gives_the_lo
     assert (workdir / SCORES).read_text() == (local_run / SCORES).read_text()
 
 
-# rnnsearch-50 trains 6,000 updates (15 to 80 a second here, the slowest with the uninterrupted run beside it:
-# 75 s to 7 min) under the profile's time limit and warning, scaled down: attempt² minutes (1, 4, 9) and USR1
-# 10 s before the end, so two or three attempts. Slurm sends the warning up to 60 s early (sbatch(1), --signal);
-# 22.05 sends it at its first 30-second check within warning + 30 s of the end, so 20 to 50 s into the first
-# attempt: after rnnmt has started, before the training is done however fast the machine; the later attempts
-# have room for the rest down to about 10 updates a second. No periodic checkpoint before the end: a resumed
-# run starts from a checkpoint that a warning made rnnmt write.
+# rnnsearch-50 trains 6,000 updates (15 to 80 a second here, the slowest with the uninterrupted run beside it: 75 s
+# to 7 min; another module's tests may run beside both) under the profile's time limit and warning, scaled down:
+# attempt³ minutes (1, 8, 27) and USR1 10 s before the end, so two or three attempts. Slurm sends the warning up to
+# 60 s early (sbatch(1), --signal); 22.05 sends it at its first 30-second check within warning + 30 s of the end, so
+# 20 to 50 s into the first attempt: after rnnmt has started, before the training is done however fast the machine;
+# the later attempts have room for the rest down to about 3 updates a second. No periodic checkpoint before the
+# end: a resumed run starts from a checkpoint that a warning made rnnmt write.
 UPDATES = 6000
 LONG = f"systems:\n  {SYSTEM}: {{overrides: {{demo: {{train: {{updates: {UPDATES}, checkpoint_every: 9000, valid_every: 1500, log_every: 100}}}}}}}}\n"
 
@@ -191,16 +192,16 @@ def test_a_training_job_warned_before_its_time_limit_is_resubmitted_and_ends_as_
     straight = subprocess.Popen(command(uninterrupted, MODEL, configs=configs), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     workdir = preprocessed_copy(local_run, tmp_path / "work")
     signal_at = re.sub(r"@\d+", "@10", yaml.safe_load(PROFILE.read_text())["set-resources"]["train"]["slurm_extra"])
-    profile = slurm_profile(tmp_path / "profile", runtime="attempt * attempt", slurm_extra=signal_at)
-    done = run(command(workdir, MODEL, profile=profile, configs=configs), timeout=1200)  # at most 1 + 4 + 9 minutes of attempts
+    profile = slurm_profile(tmp_path / "profile", runtime="attempt ** 3", slurm_extra=signal_at)
+    done = run(command(workdir, MODEL, profile=profile, configs=configs), timeout=2400)  # at most 1 + 8 + 27 minutes of attempts
     assert done.returncode == 0, done.stderr[-3000:]
-    assert straight.wait(timeout=600) == 0, straight.stderr.read()[-3000:]
+    assert straight.wait(timeout=1800) == 0, straight.stderr.read()[-3000:]
 
     trains = [job for job in slurm_jobs(workdir) if job["rule"] == "train"]
     assert len(trains) >= 2, trains
-    # Each attempt had the profile's `attempt * runtime`; all but the last stopped before their limit: the job
+    # Each attempt had its `runtime` (attempt³ minutes); all but the last stopped before their limit: the job
     # failed (its Snakemake exits 1 when rnnmt exits 143) instead of running into TIMEOUT.
-    assert [job["TimeLimit"] for job in trains] == [f"00:0{attempt * attempt}:00" for attempt in range(1, len(trains) + 1)], trains
+    assert [job["TimeLimit"] for job in trains] == [f"00:{attempt**3:02d}:00" for attempt in range(1, len(trains) + 1)], trains
     assert {job["JobState"] for job in trains[:-1]} == {"FAILED"} and trains[-1]["JobState"] == "COMPLETED", trains
     assert all(job["RunTime"] < job["TimeLimit"] for job in trains[:-1]), trains
     # With checkpoint_every above the budget only a stop signal writes a checkpoint before the end, and each
