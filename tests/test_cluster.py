@@ -52,7 +52,9 @@ STUB = """#!/usr/bin/env bash
 """
 REPLIES = {
     "sbatch": "echo 4242",
-    "sacct": "echo '4242|FAILED'",  # every job fails at once, so the run ends without waiting
+    # Every job is done at once, without its outputs (--latency-wait 0 below): the run stops at its first status check,
+    # and at once (after a failed job the Slurm plugin waits 10 s longer before its next check).
+    "sacct": "echo '4242|COMPLETED'",
     "sacctmgr": "echo testacct",
     "scontrol": "",
     "squeue": "",
@@ -121,9 +123,12 @@ def stand_in_work(tmp_path: Path) -> Path:
 
 
 # The three jobs stand_in_work prepares, and what else a run of them needs (--allowed-rules: the stand-ins have no
-# upstream; an account the stub sacctmgr knows; no retries, status checks at once).
+# upstream; an account the stub sacctmgr knows; no retries, status checks at once, no wait for the missing outputs).
 SUBMITTED = ["results/models/rnnsearch-30/model.pt", "results/translations/rnnsearch-50/test.all.txt", "results/data/nounk/en-fr/test.ids"]
-SUBMIT_OPTIONS = ["--allowed-rules", "train", "translate", "nounk_subset", "--retries", "0", "--slurm-init-seconds-before-status-checks", "1"]
+SUBMIT_OPTIONS = [
+    *("--allowed-rules", "train", "translate", "nounk_subset"),
+    *("--retries", "0", "--slurm-init-seconds-before-status-checks", "1", "--latency-wait", "0"),
+]
 
 
 def submissions(calls: Path) -> dict[str, list[str]]:
