@@ -3,6 +3,7 @@
 import pytest
 
 from rnnmt.errors import UserError
+from rnnmt.evaluate.bleu import tokenized_bleu
 from rnnmt.evaluate.length import length_curve, length_groups, split_bleu, window_bounds
 
 PERFECT = "one two three four five"
@@ -25,6 +26,15 @@ def test_curve_windows_pick_the_right_sentences():
     assert by_x[12]["n"] == 1 and by_x[12]["bleu"] == pytest.approx(100.0)  # lengths 7..16: only length 8
     assert by_x[20] == {"x": 20, "bleu": None, "n": 0}  # lengths 15..24: none
     assert by_x[40]["n"] == 2 and 0 < by_x[40]["bleu"] < 100  # lengths 35..44: 40 and 44
+
+
+def test_a_windows_bleu_is_the_corpus_bleu_of_its_sentences():
+    """Summed per-sentence statistics give exactly what scoring the window's sentences as a corpus gives."""
+    by_x = {p["x"]: p for p in length_curve(HYPS, REFS, LENGTHS, window=10, xs=[36, 40])}
+    assert by_x[36]["bleu"] == tokenized_bleu(HYPS[2:4], REFS[2:4])  # lengths 31..40
+    assert by_x[40]["bleu"] == tokenized_bleu(HYPS[3:], REFS[3:])  # lengths 35..44
+    split = split_bleu(HYPS, REFS, LENGTHS, threshold=30)
+    assert split["long"]["bleu"] == tokenized_bleu(HYPS[2:], REFS[2:])
 
 
 def test_default_xs_cover_1_to_60():
