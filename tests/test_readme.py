@@ -7,15 +7,14 @@ results/ may come from an edited model) it skips, saying why.
 from __future__ import annotations
 
 import csv
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-GIVEN = os.environ.get("RNNMT_DEMO_RESULTS")
-pytestmark = pytest.mark.skipif(not GIVEN, reason="RNNMT_DEMO_RESULTS names no demo run's results/ folder (CI sets it after its demo)")
+from test_workflow import DEMO_RESULTS, ROOT
+
+pytestmark = pytest.mark.skipif(not DEMO_RESULTS, reason="RNNMT_DEMO_RESULTS names no demo run's results/ folder (CI sets it after its demo)")
 
 
 def readme_rows(header: str) -> dict[str, list[str]]:
@@ -26,7 +25,7 @@ def readme_rows(header: str) -> dict[str, list[str]]:
 
 
 def demo_rows(table: str) -> dict[str, dict[str, str]]:
-    with open(Path(GIVEN) / "tables" / f"{table}.csv", encoding="utf-8") as f:
+    with open(Path(DEMO_RESULTS) / "tables" / f"{table}.csv", encoding="utf-8") as f:
         return {row["System"]: row for row in csv.DictReader(f)}
 
 
