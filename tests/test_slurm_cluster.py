@@ -93,11 +93,11 @@ def slurm_profile(directory: Path, **train) -> Path:
             # Without slurmdbd, sacct fails ("Slurm accounting storage is disabled") and the plugin's default status
             # command is sacct whenever the binary exists; squeue sees finished jobs for MinJobAge (an hour here).
             "slurm-status-command": "squeue",
-            # The plugin checks `init` s after a submission, then 10 s later each time no job has ended (init + 10,
-            # init + 20, ...). A job here takes 5 to 10 s (two Snakemake start-ups and the command; longer on a slower
-            # CPU): a first check at 11 s finds most ended where one at 2 s finds none and waits 12 s
-            # more (the tiny run from nothing: 218 -> 200 s with a core busy, 214 -> 189 s without). The default 40 s
-            # would dominate.
+            # The plugin checks `init` s after a submission, and each check that finds no job ended waits 10 s longer
+            # before the next (init, init + 10, init + 20 s apart). A job here takes 5 to 10 s (two Snakemake start-ups
+            # and the command; longer on a slower CPU): a first check at 11 s finds most ended, where one at 2 s finds
+            # none and the next comes 12 s later (the tiny run from nothing: 218 -> 200 s with a core busy, 214 -> 189 s
+            # without). The default 40 s would dominate.
             "slurm-init-seconds-before-status-checks": 11,
             "slurm-keep-successful-logs": True,
         }
