@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The GPU checks and measurements in one run: the `cuda` suite, the cost of determinism, bfloat16 against float32
-on real data, a real training run's rate beside `bench paper`'s, and jobs sharing one GPU (with and without MPS).
+on real data, a real training run's rate beside `bench paper`'s, jobs sharing one GPU (with and without MPS), and the
+multi30k scale's RNNsearch en->de trained to the end on the GPU's default path and in float32, with its BLEU and time.
 
 A GPU is at hand only now and then; whenever one is, run this first. Two steps:
 
@@ -49,6 +50,10 @@ DATA = {
     },
 }
 SYSTEMS = {"rnnsearch-50": "en-fr", "luong-localp-general-feed": "en-de"}
+# The multi30k scale's RNNsearch en->de, trained to its early stop on the GPU: its data as the workflow makes them.
+MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
+MULTI30K_SYSTEM = "multi30k-rnnsearch-de"
+MULTI30K_PRECISIONS = ("auto", "float32")  # the GPU's default path (kernels, bfloat16, captured updates), and float32
 SHARED_GPU = ["rnnsearch-50", "luong-global-general-feed", "luong-localp-general-feed"]
 
 
@@ -202,6 +207,39 @@ def parts(gpu_dir: Path, work: Path) -> dict[str, list[Step]]:
         for mps, counts in ((False, (1, 2, 3)), (True, (2, 3)))
         for n in counts
     ]
+    steps["multi30k"] = multi30k_steps(gpu_dir / "data" / "multi30k-en-de", work)
+    return steps
+
+
+def multi30k_steps(data: Path, work: Path) -> list[Step]:
+    """Train, translate test_2016_flickr and score, once per precision: the BLEU and time of today's GPU code on real text."""
+    vocab = ["--src-vocab", str(data / "vocab.en.json"), "--tgt-vocab", str(data / "vocab.de.json")]
+    codes = ["--src-bpe", str(data / "bpe.joint.codes"), "--tgt-bpe", str(data / "bpe.joint.codes")]
+    needs = [
+        data / name for name in ("train.pt", "dev.pt", "vocab.en.json", "vocab.de.json", "bpe.joint.codes", "test.en", "test.de", "test.raw.de", "decode.json")
+    ]
+    steps = []
+    for precision in MULTI30K_PRECISIONS:
+        run, system = work / f"multi30k-{precision}", data / f"system-{precision}.json"
+        train = rnnmt("train", "--system", str(system), "--train", str(data / "train.pt"), "--valid", f"dev={data / 'dev.pt'}", *vocab, *codes)
+        translate = ["translate", "--model", str(run / "model.pt"), "--decode", str(data / "decode.json"), "--input", str(data / "test.en")]
+        score = ["score", "--hyps", str(run / "test.de"), "--refs-tok", str(data / "test.de"), "--refs-raw", str(data / "test.raw.de")]
+        steps += [
+            Step(
+                f"{MULTI30K_SYSTEM} precision {precision}: train", [*train, "--out-dir", str(run), "--device", "cuda"], 420, run / "meta.json", [*needs, system]
+            ),
+            Step(
+                f"{MULTI30K_SYSTEM} precision {precision}: translate",
+                rnnmt(*translate, "--output", str(run / "test.de"), "--batch-size", "64", "--device", "cuda"),
+                120,
+            ),
+            Step(
+                f"{MULTI30K_SYSTEM} precision {precision}: score test_2016_flickr",
+                rnnmt(*score, "--src-tok", str(data / "test.en"), "--lang", "de", "--lowercase", "--output", str(run / "scores.json")),
+                60,
+                run / "scores.json",
+            ),
+        ]
     return steps
 
 
@@ -210,6 +248,19 @@ def realrun_rate(metrics: Path) -> dict:
     rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
     rates = sorted(r["target_tokens_per_s"] for r in rows[1:] if "target_tokens_per_s" in r)
     return {"updates": len(rows), "logged_rates": len(rates), "median_target_tokens_per_s": rates[len(rates) // 2] if rates else None}
+
+
+def step_result(output: Path) -> dict:
+    """What the JSON keeps of a step's output: a real run's rate, a model's training record without its history, or the file."""
+    if output.name == "metrics.jsonl":
+        return realrun_rate(output)
+    result = json.loads(output.read_text())
+    if output.name == "meta.json":
+        return {
+            k: result[k]
+            for k in ("updates", "best_update", "model_update", "stopped", "wall_time_s", "heldout_ppl", "settings", "recurrence_by_part", "device")
+        }
+    return {k: v for k, v in result.items() if k not in ("length_curve", "length_groups")}
 
 
 def mps(start: bool, log) -> bool:
@@ -297,7 +348,7 @@ def _run_step(part: str, step: Step, log, log_file) -> dict:
         rc = "timeout"
     row = {"step": step.label, "rc": rc, "seconds": round(time.monotonic() - began, 1)}
     if rc == 0 and step.output is not None and step.output.exists():
-        row["result"] = realrun_rate(step.output) if step.output.name == "metrics.jsonl" else json.loads(step.output.read_text())
+        row["result"] = step_result(step.output)
     log(f"{step.label}: rc {rc} in {row['seconds']} s")
     return row
 
@@ -308,8 +359,9 @@ def _commit() -> str:
 
 def prepare(gpu_dir: Path) -> None:
     """Here, beside ../shared: the wheels the GPU machine lacks and the real-data samples, binarized, under `gpu_dir`."""
-    if not SHARED.exists():
-        sys.exit(f"gpu_check prepare: {SHARED} does not exist; expected the WMT'14 samples beside the project (../shared/data/wmt14).")
+    for folder, what in ((SHARED, "the WMT'14 samples"), (MULTI30K, "the Multi30k files")):
+        if not folder.exists():
+            sys.exit(f"gpu_check prepare: {folder} does not exist; expected {what} beside the project (../shared/data).")
     gpu_dir.mkdir(parents=True, exist_ok=True)  # .gitignore keeps .gpu/ out of git; another folder: keep it out yourself
     wheels = gpu_dir / "wheels"
     platforms = [arg for p in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64") for arg in ("--platform", p)]
@@ -341,7 +393,55 @@ def prepare(gpu_dir: Path) -> None:
                 str(folder / f"{split}.pt"),
             ]
             subprocess.run(rnnmt(*argv), check=True)
+    prepare_multi30k(gpu_dir / "data" / "multi30k-en-de")
     print(f"prepared {gpu_dir}: carry it (device run: carry ['{gpu_dir.relative_to(ROOT)}']) and run `python3 scripts/gpu_check.py run --out $OUT` there")
+
+
+def prepare_multi30k(folder: Path) -> None:
+    """Multi30k en->de as the multi30k scale makes it (the task's preprocessing, joint BPE of the scale's merges, every
+    unit), binarized, the test set's tokenized and raw references, and the system's settings per precision."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from rnnmt import config as cfg
+
+    config = cfg.load_files([ROOT / "config.yaml"], scale="multi30k")
+    vocab = config["scales"]["multi30k"]["vocab"]
+    folder.mkdir(parents=True, exist_ok=True)
+    raw = {("train", lang): MULTI30K / "raw" / f"train.{lang}" for lang in ("en", "de")}
+    raw |= {("dev", lang): MULTI30K / "raw" / f"val.{lang}" for lang in ("en", "de")}
+    raw |= {("test", lang): MULTI30K / "raw" / f"test_2016_flickr.{lang}" for lang in ("en", "de")}
+    for (split, lang), path in raw.items():
+        subprocess.run(
+            rnnmt("tokenize", "--lang", lang, "--lowercase", "--normalize-punctuation", "--input", str(path), "--output", str(folder / f"{split}.{lang}")),
+            check=True,
+        )
+    shutil.copyfile(raw["test", "de"], folder / "test.raw.de")
+    codes = folder / "bpe.joint.codes"
+    subprocess.run(
+        rnnmt("learn-bpe", "--input", str(folder / "train.en"), str(folder / "train.de"), "--merges", str(vocab["bpe_merges"]), "--output", str(codes)),
+        check=True,
+    )
+    for lang in ("en", "de"):
+        argv = [
+            "vocab",
+            "--input",
+            str(folder / f"train.{lang}"),
+            "--size",
+            str(vocab["size"]),
+            "--bpe",
+            str(codes),
+            "--output",
+            str(folder / f"vocab.{lang}.json"),
+        ]
+        subprocess.run(rnnmt(*argv), check=True)
+    vocabs = ["--src-vocab", str(folder / "vocab.en.json"), "--tgt-vocab", str(folder / "vocab.de.json"), "--src-bpe", str(codes), "--tgt-bpe", str(codes)]
+    for split in ("train", "dev"):
+        argv = ["binarize", "--src", str(folder / f"{split}.en"), "--tgt", str(folder / f"{split}.de"), *vocabs, "--output", str(folder / f"{split}.pt")]
+        subprocess.run(rnnmt(*argv), check=True)
+    system = cfg.training_settings(config, MULTI30K_SYSTEM)
+    for precision in MULTI30K_PRECISIONS:
+        settings = {**system, "train": {**system["train"], "precision": precision}}
+        (folder / f"system-{precision}.json").write_text(json.dumps(settings, indent=1))
+    (folder / "decode.json").write_text(json.dumps(cfg.resolve_system(config, MULTI30K_SYSTEM)["decode"], indent=1))
 
 
 def main() -> int:
@@ -349,7 +449,7 @@ def main() -> int:
     parser.add_argument("step", choices=["prepare", "run"])
     parser.add_argument("--gpu-dir", type=Path, default=ROOT / ".gpu", help="wheels and data for the GPU machine (default .gpu/)")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/gpu-check")), help="run: where the log and JSON go (default $OUT)")
-    parser.add_argument("--parts", nargs="+", default=None, help="run: which parts (default all: suite determinism precision realrun concurrent)")
+    parser.add_argument("--parts", nargs="+", default=None, help="run: which parts (default all: suite determinism precision realrun concurrent multi30k)")
     parser.add_argument("--dry-run", action="store_true", help="run: print and check every command without running it")
     a = parser.parse_args()
     if a.step == "prepare":

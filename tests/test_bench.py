@@ -319,7 +319,7 @@ def test_bench_paper_on_a_cpu_counts_the_kernels_of_each_systems_gpu_update(tiny
 
 
 def test_bench_paper_names_an_unknown_scale(tiny_paper_config):
-    with pytest.raises(UserError, match=r"--scale huge: .* has no such scale \(known: demo, paper, sample\)\."):
+    with pytest.raises(UserError, match=r"--scale huge: .* has no such scale \(known: demo, multi30k, paper, sample\)\."):
         bench.bench_paper(torch.device("cpu"), config=tiny_paper_config, scale="huge", steps=1, overrides={})
 
 

@@ -50,3 +50,20 @@ def test_missing_or_malformed_codes_is_a_user_error(tmp_path):
     bad.write_text("#version: 0.2\na b c\n", encoding="utf-8")
     with pytest.raises(UserError, match="malformed"):
         BpeSegmenter(bad)
+
+
+def test_joint_codes_are_learned_on_both_files_as_one_text(tmp_path):
+    """Joint BPE (vocab.joint): two files give the codes of their concatenation, as `cat a b | learn_bpe.py` (nmtpy's
+    Multi30k set-up); a missing file is named."""
+    first, second = tmp_path / "train.en", tmp_path / "train.de"
+    first.write_text("\n".join(TEXT[:5]) + "\n", encoding="utf-8")
+    second.write_text("\n".join(TEXT[5:]) + "\n", encoding="utf-8")
+    both = tmp_path / "both"
+    both.write_text("\n".join(TEXT) + "\n", encoding="utf-8")
+    learn_bpe([first, second], tmp_path / "joint.codes", 20)
+    learn_bpe(both, tmp_path / "cat.codes", 20)
+    assert (tmp_path / "joint.codes").read_text() == (tmp_path / "cat.codes").read_text()
+    learn_bpe(first, tmp_path / "first.codes", 20)
+    assert (tmp_path / "joint.codes").read_text() != (tmp_path / "first.codes").read_text()
+    with pytest.raises(UserError, match=r"nowhere.de does not exist; expected tokenized text"):
+        learn_bpe([first, tmp_path / "nowhere.de"], tmp_path / "x.codes", 20)

@@ -262,7 +262,7 @@ def test_raw_corpus_and_corpus_report_by_hand(tmp_path: Path, capsys):
     )
     assert code == 0
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("warning: toy: 4 lines, expected 5 (wmt14-sources.md §2)")
+    assert err[0].startswith("warning: toy: 4 lines, expected 5 (the sources table's `lines`)")
     assert err[1].startswith("toy: 3 of 4 pairs kept (1 with an empty side dropped")
     assert (out / "toy.en").read_text() == "one\ntwo\nthree\n"
     assert (out / "toy.fr").read_text() == "un\ndeux\ntrois \ufffd\n"
@@ -271,7 +271,7 @@ def test_raw_corpus_and_corpus_report_by_hand(tmp_path: Path, capsys):
 
     code = main(["corpus-report", "--pair", "fr-en", "--input", str(out / "toy.json"), "--output", str(tmp_path / "fr-en.json")])
     assert code == 0
-    assert capsys.readouterr().err == "warning: fr-en: toy has 4 lines, expected 5 (wmt14-sources.md §2).\n"
+    assert capsys.readouterr().err == "warning: fr-en: toy has 4 lines, expected 5 (the sources table's `lines`).\n"
     summary = json.loads((tmp_path / "fr-en.json").read_text())
     assert (summary["total_pairs"], summary["mismatches"], summary["repaired_utf8"]) == (3, ["toy"], 1)
 
@@ -547,3 +547,23 @@ def test_a_command_without_torch_starts_none(tmp_path: Path):
     )
     result = subprocess.run([sys.executable, "-c", draw + "sys.exit(rc or 3 * ('torch' in sys.modules))"], capture_output=True, text=True)
     assert result.returncode == 0 and (tmp_path / "f.png").is_file(), result.stderr
+
+
+def test_a_model_tokenizes_raw_text_as_its_training_text_was(tmp_path):
+    """The tokenizer travels in the model file (config.training_settings): a Multi30k model lowercases and normalises
+    raw input before Moses (translate --raw, the alignment figures' sentences); one written without it uses the defaults."""
+    import torch
+
+    from rnnmt.models.artifact import load_model, save_model
+    from rnnmt.models.build import build_model
+    from rnnmt.text.vocab import Vocab
+
+    from conftest import tiny_model_config
+
+    vocab = Vocab(["a", "b", "c"], [3, 2, 1])
+    model = build_model(tiny_model_config(), len(vocab), len(vocab))
+    multi30k = {"escape": True, "aggressive_dash_splits": False, "lowercase": True, "normalize_punctuation": True}
+    for name, tokenizer, expected in (("lc", multi30k, "a dog &quot; runs . &quot;"), ("old", None, "A Dog « runs » .")):
+        system = {"name": "t", "pair": "en-de", "model": tiny_model_config(), **({"tokenizer": tokenizer} if tokenizer else {})}
+        save_model(tmp_path / f"{name}.pt", model, system, vocab, vocab, {"src": None, "tgt": None})
+        assert load_model(tmp_path / f"{name}.pt", torch.device("cpu")).tokenize(["A Dog «runs»."]) == [expected]

@@ -21,7 +21,7 @@ def raw_config() -> dict:
 def test_shipped_config_is_valid_and_defaults_are_filled():
     c = cfg.validate(raw_config(), SCHEMA)
     assert c["evaluation"]["beam"] == 10
-    assert c["pairs"]["en-fr"]["tokenizer"] == {"escape": True, "aggressive_dash_splits": False}
+    assert c["pairs"]["en-fr"]["tokenizer"] == {"escape": True, "aggressive_dash_splits": False, "lowercase": False, "normalize_punctuation": False}
     assert c["scales"]["demo"]["selection"]["method"] == "axelrod"
     assert c["scales"]["sample"]["selection"] == {**c["scales"]["sample"]["selection"], "method": "none", "cut": "global", "order": 4}
 

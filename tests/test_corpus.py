@@ -192,7 +192,7 @@ def test_raw_expected_lines_mismatch_is_a_warning(tmp_path, capsys):
     report = _raw(tmp_path, [src], [tgt], name="europarl-v7", expected_lines=3)
     assert (report["expected_lines"], report["matches_expected"]) == (3, False)
     err = capsys.readouterr().err
-    assert err.startswith("warning: europarl-v7: 2 lines, expected 3 (wmt14-sources.md §2); ")
+    assert err.startswith("warning: europarl-v7: 2 lines, expected 3 (the sources table's `lines`); ")
     assert len(err.splitlines()) == 1
     assert _raw(tmp_path, [src], [tgt], expected_lines=2)["matches_expected"] is True
     assert capsys.readouterr().err == ""

@@ -146,6 +146,44 @@ def test_training_pass_equals_step_by_step_decoding(encoder, attention, grad):
             state = model.decoder.advance(ctx, state, tgt[:, t])
 
 
+def test_readout_dropout_is_groundhogs_between_maxout_and_the_output_layer():
+    """`dropout` drops maxout outputs t (GroundHog's DropOp after the maxout, encdec.py l. 938–940), scaled by 1/(1 − p)
+    in training, and nothing in evaluation; with p = 0 the model computes what it computed without the key."""
+    torch.manual_seed(0)
+    cfg = {**tiny_model_config(), "dropout": 0.5}
+    model = build_model(cfg, 20, 20)
+    plain = build_model(tiny_model_config(), 20, 20)
+    plain.load_state_dict(model.state_dict())
+    dec, s, word, c = model.decoder, torch.randn(4, 12), torch.randn(4, 12), torch.randn(4, 24)
+    t = plain.decoder.hidden(s, word, c)
+    dropped = dec.hidden(s, word, c)
+    kept = dropped != 0
+    assert 0 < kept.float().mean() < 1
+    torch.testing.assert_close(dropped[kept], 2 * t[kept])
+    torch.testing.assert_close(dec.eval().hidden(s, word, c), t)
+
+
+@pytest.mark.parametrize("key", ["embedding_dropout", "context_dropout"])
+def test_embedding_and_context_dropout_act_in_training_only(key):
+    """The switches beyond GroundHog change the training pass and leave evaluation (beam search) alone."""
+    src, tgt = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]]), torch.tensor([[9, 10, 11, 2], [12, 2, 0, 0]])
+    torch.manual_seed(0)
+    model = build_model({**tiny_model_config(), key: 0.5}, 20, 20)
+    plain = build_model(tiny_model_config(), 20, 20)
+    plain.load_state_dict(model.state_dict())
+    assert not torch.allclose(model(src, src != 0, tgt)[0], plain(src, src != 0, tgt)[0])
+    torch.testing.assert_close(model.eval()(src, src != 0, tgt)[0], plain.eval()(src, src != 0, tgt)[0])
+
+
+def test_a_luong_model_refuses_the_bahdanau_dropout_switches():
+    from rnnmt.errors import UserError
+
+    from conftest import tiny_luong_config
+
+    with pytest.raises(UserError, match=r"^model.context_dropout is 0.3, but a 'lstm' decoder has no such dropout"):
+        build_model({**tiny_luong_config(), "context_dropout": 0.3}, 20, 20)
+
+
 def test_the_models_import_nothing_from_training():
     """models/ is below train/: the networks, their loops and kernels never reach up into the training code."""
     models = Path(__file__).resolve().parents[1] / "src" / "rnnmt" / "models"

@@ -188,6 +188,17 @@ def test_bahdanau_fused_path_equals_the_plain_path(encoder, attention):
     assert_paths_agree(both_paths(tiny_model_config(encoder=encoder, attention=attention), src, src_mask, torch.randint(4, 22, (3, 5))), 1e-12)
 
 
+@pytest.mark.parametrize("encoder,attention", [("bigru", "additive"), ("gru", "none")])
+def test_bahdanau_fused_path_with_dropout_equals_the_plain_path(encoder, attention):
+    """Readout, embedding and context dropout lie outside the recurrent loops: both paths draw the same masks and
+    compute the same training pass."""
+    torch.manual_seed(0)
+    src = torch.randint(4, 20, (3, 6))
+    src_mask = torch.tensor([[1] * 6, [1] * 4 + [0] * 2, [1] * 2 + [0] * 4], dtype=torch.bool)
+    cfg = {**tiny_model_config(encoder=encoder, attention=attention), "dropout": 0.5, "embedding_dropout": 0.3, "context_dropout": 0.4}
+    assert_paths_agree(both_paths(cfg, src, src_mask, torch.randint(4, 22, (3, 5))), 1e-12)
+
+
 @pytest.mark.parametrize(
     "kind,score,clip,bias,layers",
     [

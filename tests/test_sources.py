@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import urllib.parse
+from pathlib import Path
+
 import pytest
 
 from rnnmt.data import sources
@@ -144,3 +148,27 @@ def test_own_files_become_a_table_of_archives_and_corpora(tmp_path):
 def test_a_mistake_in_own_files_is_one_line(tmp_path, entry, message):
     with pytest.raises(UserError, match=message):
         sources.files_table({"c": entry}, set(), tmp_path)
+
+
+MULTI30K = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
+
+
+def test_the_multi30k_table_names_the_datasets_files_at_one_commit_with_their_line_counts():
+    """Every file of task 1 (en, de, fr) at the fixed commit, every corpus for en-de and en-fr, with the dataset README's
+    line counts."""
+    table = sources.load("multi30k")
+    assert {urllib.parse.urlsplit(a["url"]).path.split("/")[3] for a in table["archives"].values()} == {"a3d2e0d26b56f3846f66a952536ffed4e401d05a"}
+    lines = {"train": 29000, "val": 1014, "test_2016_flickr": 1000, "test_2017_flickr": 1000, "test_2017_mscoco": 461}
+    for name, expected in lines.items():
+        for tgt in ("de", "fr"):
+            corpus = sources.corpus(table, name, "en", tgt)
+            assert corpus.lines == expected and corpus.heldout == (name != "train") and not corpus.tokenized
+            assert [p.archive for p in corpus.src + corpus.tgt] == [f"{name}.en", f"{name}.{tgt}"]
+
+
+@pytest.mark.skipif(not (MULTI30K / "task1-raw-gz").is_dir(), reason=f"{MULTI30K} not present (shared Multi30k data)")
+def test_the_multi30k_checksums_are_those_of_the_datasets_files():
+    table = sources.load("multi30k")
+    for key, archive in table["archives"].items():
+        data = (MULTI30K / "task1-raw-gz" / sources.file_name(table, key)).read_bytes()
+        assert (hashlib.sha256(data).hexdigest(), len(data)) == (archive["sha256"], archive["bytes"]), key

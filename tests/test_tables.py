@@ -334,7 +334,7 @@ def test_table_command_reads_the_files_its_kind_names(tmp_path, capsys):
 
 
 def test_table_command_refuses_an_unknown_kind(tmp_path):
-    with pytest.raises(UserError, match=r"Table kind 'bleu2' is unknown; expected one of bleu, learning, luong, nist, systems\."):
+    with pytest.raises(UserError, match=r"Table kind 'bleu2' is unknown; expected one of bleu, learning, luong, nist, systems, splits\."):
         table_command(_spec("bleu2", []), tmp_path / "t.csv", tmp_path / "t.md")
 
 
@@ -342,6 +342,35 @@ def test_table_kinds_are_the_config_schema_enum():
     schema_path = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
     schema = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
     assert list(TABLE_KINDS) == schema["properties"]["tables"]["additionalProperties"]["properties"]["kind"]["enum"]
+
+
+def test_a_splits_table_shows_each_held_out_set_beside_the_published_rows_with_seeds(tmp_path, capsys):
+    """Multi30k's table: BLEU and sacreBLEU on each split, dev perplexity, updates and hours from meta.json, a
+    published row, deltas against it and whether they are within the tolerance; a row of three seeds is their mean."""
+    splits = ["val", "test_2016_flickr"]
+    meta = {**META, "heldout_ppl": {"dev": 12.0}, "model_update": 9000, "updates": 19000, "wall_time_s": 1800.0, "device": "cpu"}
+
+    def run(seed: int, bleu: float) -> dict:
+        files = {c: str(_write(tmp_path / f"{c}{seed}.json", [json.dumps(_scores(bleu + i, 0.0, 0.0))])) for i, c in enumerate(splits)}
+        return {"seed": seed, "splits": files, "meta": str(_write(tmp_path / f"m{seed}.json", [json.dumps(meta)]))}
+
+    runs = [run(1, 38.5), run(2, 37.0), run(3, 39.5)]
+    published = {"val": 39.17, "test_2016_flickr": 39.0}
+    rows = [
+        {"label": "nmtpy, published", "published": published},
+        {"label": "RNNsearch", "system": "s", "published": published, **{k: runs[0][k] for k in ("splits", "meta")}, "seeds": runs},
+        {"label": "RNNencdec", "system": "e", **{k: run(4, 20.0)[k] for k in ("splits", "meta")}},
+    ]
+    table_command(_spec("splits", rows, splits=splits, tolerance=1.0), tmp_path / "t.csv", tmp_path / "t.md")
+    nmtpy, search, encdec = list(csv.DictReader((tmp_path / "t.csv").open(encoding="utf-8")))
+    assert (nmtpy["BLEU val"], nmtpy["published test_2016_flickr"], nmtpy["within 1 BLEU"]) == ("", "39.00", "")
+    assert (search["BLEU val"], search["BLEU test_2016_flickr (seed 1)"], search["sacreBLEU test_2016_flickr (detok)"]) == ("38.33", "39.50", "38.33")
+    assert (search["delta test_2016_flickr"], search["within 1 BLEU"], search["Seeds"]) == ("0.33", "yes", "3")
+    assert (search["Dev ppl"], search["Best"], search["Hours"], search["Device"]) == ("12.00", "9000.00", "0.50", "cpu")
+    assert (encdec["BLEU test_2016_flickr"], encdec["delta val"], encdec["within 1 BLEU"]) == ("21.00", "", "")
+    md = (tmp_path / "t.md").read_text(encoding="utf-8")
+    assert "| 38.33 ± 1.26 |" in md and "within 1 BLEU: every delta of the row is at most 1 BLEU" in md
+    capsys.readouterr()
 
 
 def test_several_seeds_show_mean_and_sample_sd_with_each_seed_in_the_csv(tmp_path, capsys):
@@ -424,6 +453,7 @@ def test_the_variants_table_compares_each_variant_with_its_baseline_on_both_metr
         **{k: str(v) for k, v in paths.items()},
         "lang": "fr",
         "rejoin": False,
+        "lowercase": False,
     }
     spec = {"title": "Variants", "demo": False, "samples": 200, "seed": 1, "groups": [group]}
     variants_command(spec, tmp_path / "v.csv", tmp_path / "v.md")
@@ -458,6 +488,7 @@ def test_the_variants_table_averages_seeds_and_tests_them_with_the_two_level_boo
         **{k: str(v) for k, v in paths.items()},
         "lang": "fr",
         "rejoin": False,
+        "lowercase": False,
     }
     variants_command({"title": "Variants", "demo": False, "samples": 100, "seed": 1, "groups": [group]}, tmp_path / "v.csv", tmp_path / "v.md")
     base, var = csv.DictReader((tmp_path / "v.csv").open(encoding="utf-8"))

@@ -110,3 +110,29 @@ def test_a_language_moses_has_no_rules_for_is_refused_unless_the_text_comes_toke
     with pytest.raises(UserError, match=r"--lang: Moses \(sacremoses\) has no tokenizer rules for language 'xx'"):
         tokenize_file(tmp_path / "in.txt", tmp_path / "out.txt", "xx")
     assert tokenize_file(tmp_path / "in.txt", tmp_path / "out.txt", "xx", pretokenized=True) == 1
+
+
+def test_multi30k_preprocessing_lowercases_then_normalises_then_tokenizes():
+    """The order of multi30k/dataset's task1-tokenize.sh: lowercase.perl | normalize-punctuation.perl | tokenizer.perl."""
+    line = "A Dog «runs»  in the PARK's grass."
+    expected = MosesTokenizer(lang="en").tokenize('a dog "runs" in the park\'s grass.', escape=True, return_str=True)
+    assert tokenize_lines([line], "en", lowercase=True, normalize_punctuation=True) == [expected]
+    assert tokenize_lines([line], "en") != [expected]
+
+
+MULTI30K = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
+
+
+@pytest.mark.skipif(not (MULTI30K / "tok").is_dir(), reason=f"{MULTI30K} not present (shared Multi30k data)")
+@pytest.mark.parametrize("lang", ["en", "de", "fr"])
+def test_multi30k_preprocessing_gives_the_tasks_own_tokenized_files(lang):
+    """Our text equals the task's tok/ files (Moses 3a0631a's Perl scripts) on at least 99.5% of the lines of val and
+    the two Flickr test sets (train in docs/multi30k.md: the same share)."""
+    same = total = 0
+    for split in ("val", "test_2016_flickr", "test_2017_flickr"):
+        raw = (MULTI30K / "raw" / f"{split}.{lang}").read_text(encoding="utf-8").splitlines()
+        task = (MULTI30K / "tok" / f"{split}.lc.norm.tok.{lang}").read_text(encoding="utf-8").splitlines()
+        ours = tokenize_lines(raw, lang, lowercase=True, normalize_punctuation=True)
+        same += sum(a == b for a, b in zip(ours, task, strict=True))
+        total += len(task)
+    assert same / total >= 0.995, f"{same} of {total} lines as the task's"

@@ -120,7 +120,7 @@ def test_score_inputs_of_a_named_test_split_and_of_unk_replaced_output(paper):
 def test_luong_table2_reads_the_scores_of_its_own_test_set(paper):
     reports = Reports(paper)
     spec = reports.table_spec("luong2015_table2")
-    assert paper.table_splits["luong2015_table2"] == "test-newstest2015"
+    assert paper.table_splits["luong2015_table2"] == ["test-newstest2015"]
     files = [row.get("file") for row in spec["rows"]]
     assert files == [None, "results/scores/test-newstest2015/luong-localp-general-feed.unk.json", "results/scores/test-newstest2015/luong-ensemble.unk.json"]
     table4 = reports.table_spec("luong2015_table4")["rows"][0]
@@ -419,3 +419,66 @@ def test_a_variants_figure_of_a_kind_that_draws_few_curves_is_one_line():
         cfg.UserError, match=r"config: figures\.mine draws every variant and its baseline \(variants: true\); a alignments figure draws at most 1\."
     ):
         plan_at("demo", figures={"mine": figure})
+
+
+@pytest.fixture(scope="module")
+def multi30k() -> Plan:
+    return plan_at("multi30k")
+
+
+def test_multi30k_runs_both_directions_from_the_datasets_files_with_the_tasks_preprocessing(multi30k):
+    """Its own table of archives (raw.githubusercontent.com at a fixed commit, with checksums), lowercasing and
+    punctuation normalisation before Moses, joint BPE codes per pair, case-insensitive sacreBLEU."""
+    assert multi30k.pairs == ["en-de", "en-fr"] and not multi30k.demo and multi30k.bpe
+    train = multi30k.corpora["en-de"]["train"]
+    assert [p.archive for p in train.src + train.tgt] == ["train.en", "train.de"]
+    url = multi30k.sources["archives"]["train.de"]["url"]
+    assert url.startswith("https://raw.githubusercontent.com/multi30k/dataset/a3d2e0d26b56f3846f66a952536ffed4e401d05a/") and url.endswith("/train.de.gz")
+    inputs = RuleInputs(multi30k)
+    flags = inputs.tokenizer_flags(SimpleNamespace(pair="en-de", split="train"))
+    assert flags == "--lowercase --normalize-punctuation"  # the scale's settings over en-de's own (-a)
+    assert inputs.download_flags(SimpleNamespace(file="train.de.gz")).startswith(f"--url {url} --checksum sha256:726e39b2")
+    files = inputs.vocab_files("en-fr")
+    assert files["src_bpe"] == files["tgt_bpe"] == "results/data/vocab/en-fr/bpe.joint.codes"
+    assert inputs.bpe_text(SimpleNamespace(pair="en-fr", codes="joint")) == ["results/data/selected/en-fr/train.en", "results/data/selected/en-fr/train.fr"]
+    score = inputs.score_flags(SimpleNamespace(score="multi30k-rnnsearch-fr"), SimpleNamespace(keys=lambda: []))
+    assert "--lowercase" in score and "--lang fr" in score
+    assert "--lowercase" not in RuleInputs(plan_at("paper")).score_flags(SimpleNamespace(score="luong-base"), SimpleNamespace(keys=lambda: []))
+
+
+def test_the_multi30k_table_scores_val_and_both_test_sets_of_each_pair(multi30k):
+    """A splits table: every run of a row reads its score file on each split (val as `test-val`) and its meta.json."""
+    assert multi30k.table_splits == {"multi30k": ["test-val", "test", "test-test_2017_flickr"]}
+    assert multi30k.named_test_splits == ["test-test_2017_flickr", "test-val"]
+    spec = Reports(multi30k).table_spec("multi30k")
+    assert spec["splits"] == ["val", "test_2016_flickr", "test_2017_flickr"] and spec["tolerance"] == 1.0
+    search = next(row for row in spec["rows"] if row["system"] == "multi30k-rnnsearch-de")
+    assert search["splits"] == {
+        "val": "results/scores/test-val/multi30k-rnnsearch-de.json",
+        "test_2016_flickr": "results/scores/multi30k-rnnsearch-de.json",
+        "test_2017_flickr": "results/scores/test-test_2017_flickr/multi30k-rnnsearch-de.json",
+    }
+    assert [s["seed"] for s in search["seeds"]] == [1, 2, 3] and search["published"]["test_2016_flickr"] == 39.0
+    assert spec["data"].startswith("Data: this run (multi30k scale) en→de on Multi30k task 1 (the dataset's own files), trained on train, validated on val")
+    assert "; en→fr on Multi30k task 1" in spec["data"]
+    inputs = Reports(multi30k).table_inputs(SimpleNamespace(table="multi30k"))
+    assert "results/scores/test-val/multi30k-rnnsearch-de.seed3.json" in inputs and "results/models/multi30k-rnnencdec-fr/meta.json" in inputs
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (
+            {"tables": {"multi30k": {"splits": ["val", "test_2016_flickr", "test_2017_flickr", "test_2017_mscoco"]}}},
+            r"tables.multi30k.splits names test_2017_mscoco, but the dev and test sets of en-de at scale 'multi30k' are val, test_2016_flickr, test_2017_flickr",
+        ),
+        ({"tables": {"multi30k": {"kind": "systems"}}}, r"tables.multi30k is a systems table; `splits` .* goes with kind splits and only there"),
+        (
+            {"tables": {"bahdanau2014_table1": {"rows": [{"system": "rnnsearch-50", "published": {"al": 1.0}}]}}},
+            r"a row of tables.bahdanau2014_table1 has a published 'al'; a bleu table takes all, nounk",
+        ),
+    ],
+)
+def test_splits_table_mistakes_are_one_line(change, message):
+    with pytest.raises(cfg.UserError, match=message):
+        plan_at("multi30k", **change)

@@ -460,14 +460,14 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _serve_until_signal(root: Path, port: int, port_file: Path) -> None:
-    """Serve until SIGTERM or SIGINT, with the base URL in port_file meanwhile."""
+def serve_until_signal(root: Path, port: int, port_file: Path, name: str = "wmt_mirror") -> None:
+    """Serve until SIGTERM or SIGINT, with the base URL in port_file meanwhile (tests/multi30k_mirror.py serves so too)."""
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     with serve(root, port) as url:
         _write_atomically(port_file, url + "\n")
-        print(f"wmt_mirror: serving {root} at {url}", flush=True)
+        print(f"{name}: serving {root} at {url}", flush=True)
         try:
             stop.wait()
         finally:
@@ -501,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     if not a.out_dir.is_dir():
         print(f"wmt_mirror: {a.out_dir} is not a folder; run 'build' first.", file=sys.stderr)
         return 2
-    _serve_until_signal(a.out_dir, a.port, a.port_file)
+    serve_until_signal(a.out_dir, a.port, a.port_file)
     return 0
 
 

@@ -181,6 +181,7 @@ def _check_references(config: dict[str, Any]) -> None:
         if len({config["systems"][m]["pair"] for m in ensemble["members"]}) > 1:
             raise UserError(f"config: the members of ensembles.{name} translate different pairs; an ensemble needs one.")
     for name, table in config["tables"].items():
+        _check_table_kind(name, table)
         for role, system in table.get("check", {}).items():
             if system not in config["systems"]:
                 raise UserError(f"config: tables.{name}.check.{role} '{system}' is not under 'systems'.")
@@ -189,12 +190,27 @@ def _check_references(config: dict[str, Any]) -> None:
                 raise UserError(f"config: tables.{name} names system '{row['system']}', which is under neither 'systems' nor 'ensembles'.")
             if "system" not in row and "label" not in row:
                 raise UserError(f"config: every row of tables.{name} needs 'system' or 'label'.")
-            # A table scores one pair's test set (tables.<name>.test), so every row must translate that pair.
-            if "system" in row and declared_pair(config, row["system"]) != table["pair"]:
+            # A table scores its pairs' test sets (tables.<name>.test, .splits), so every row must translate one of them.
+            pairs = table_pairs(config, name)
+            if "system" in row and declared_pair(config, row["system"]) not in pairs:
                 raise UserError(
-                    f"config: tables.{name} is on {table['pair']}, but its row '{row['system']}' translates "
-                    f"{declared_pair(config, row['system'])}; expected only {table['pair']} systems."
+                    f"config: tables.{name} is on {' and '.join(pairs)}, but its row '{row['system']}' translates "
+                    f"{declared_pair(config, row['system'])}; expected only {' or '.join(pairs)} systems."
                 )
+
+
+def _check_table_kind(name: str, table: dict[str, Any]) -> None:
+    """`splits` is a splits table's and it needs them; a row's published numbers are those its table's kind shows."""
+    from rnnmt.evaluate.tables import table_kind
+
+    kind = table_kind(table["kind"])
+    if (kind.published is None) != ("splits" in table):
+        raise UserError(f"config: tables.{name} is a {table['kind']} table; `splits` (the held-out sets to score) goes with kind splits and only there.")
+    allowed = table["splits"] if kind.published is None else kind.published
+    for row in table["rows"]:
+        if unknown := [key for key in row.get("published") or {} if key not in allowed]:
+            what = "the corpora of its `splits`" if kind.published is None else ", ".join(allowed) or "no published numbers"
+            raise UserError(f"config: a row of tables.{name} has a published {unknown[0]!r}; a {table['kind']} table takes {what}.")
 
 
 def _check_label_words(config: dict[str, Any]) -> None:
@@ -304,6 +320,11 @@ def active_scale(config: dict[str, Any]) -> dict[str, Any]:
     return config["scales"][config["scale"]]
 
 
+def tokenizer(config: dict[str, Any], pair: str) -> dict[str, bool]:
+    """How a pair's raw text is tokenized at the active scale: the pair's settings with the scale's `tokenizer` over them."""
+    return {**config["pairs"][pair]["tokenizer"], **active_scale(config).get("tokenizer", {})}
+
+
 def reproducible(config: dict[str, Any]) -> bool:
     """Whether the jobs run in reproducible mode (rnnmt/reproducible.py): the top-level switch, else the scale's."""
     given = config.get("reproducible")
@@ -357,14 +378,21 @@ def system_pair(config: dict[str, Any], name: str) -> str:
     return pair_at_scale(config, declared_pair(config, name))
 
 
-def table_test_set(config: dict[str, Any], name: str, test_sets: list[str]) -> str:
-    """The test corpus a table scores: the first of its `test` names in `test_sets` (its pair's), else the first."""
+def table_pairs(config: dict[str, Any], name: str) -> list[str]:
+    """The pairs a table's rows translate, as config.yaml names them (`tables.<name>.pair`: one, or a list)."""
+    pair = config["tables"][name]["pair"]
+    return [pair] if isinstance(pair, str) else list(pair)
+
+
+def table_test_set(config: dict[str, Any], name: str, test_sets: list[str], pair: str | None = None) -> str:
+    """The test corpus a table scores: the first of its `test` names in `test_sets` (those of `pair`, its first pair's
+    unless given), else the first."""
     wanted = config["tables"][name].get("test")
     if wanted is None:
         return test_sets[0]
     found = next((corpus for corpus in wanted if corpus in test_sets), None)
     if found is None:
-        scale, pair = config["scale"], pair_at_scale(config, config["tables"][name]["pair"])
+        scale, pair = config["scale"], pair_at_scale(config, pair or table_pairs(config, name)[0])
         raise UserError(
             f"config: tables.{name}.test names {' or '.join(wanted)}, but the test sets of {pair} at scale '{scale}' "
             f"are {', '.join(test_sets)}; expected one of the table's among them (scales.{scale}.corpora.{pair}.test)."
@@ -492,11 +520,14 @@ def training_settings(config: dict[str, Any], name: str, seed: int | None = None
         missing.append("train.updates (or train.epochs)")
     if missing:
         raise UserError(f"config: system '{name}' at scale '{config['scale']}' has no value for {', '.join(missing)}.")
-    # Only what training reads: a new label, description or beam must not retrain the system.
+    # Only what training reads: a new label, description or beam must not retrain the system. The tokenizer travels with
+    # the model, so that raw text translated with it (translate --raw, the alignment figures) is tokenized as it was.
+    pair = system_pair(config, name)
     return {
         "name": name,
-        "pair": system_pair(config, name),
+        "pair": pair,
         "seed": reference_seed(config, name) if seed is None else seed,
+        "tokenizer": tokenizer(config, pair),
         "model": resolved["model"],
         "train": resolved["train"],
     }

@@ -19,11 +19,11 @@ rule tokenize:
 
 rule learn_bpe:
     input:
-        paths.selected("{pair}", "train.{lang}"),
+        INPUTS.bpe_text,
     output:
         paths.bpe_codes(),
     log:
-        paths.log("learn_bpe", "{pair}.{lang}"),
+        paths.log("learn_bpe", "{pair}.{codes}"),
     params:
         merges=SCALE["vocab"]["bpe_merges"],
     shell:

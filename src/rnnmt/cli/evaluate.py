@@ -23,6 +23,7 @@ def args_score(p: argparse.ArgumentParser) -> None:
     p.add_argument("--length-by", choices=["source", "reference"], default="source")
     p.add_argument("--group-size", type=positive, default=200, help="Luong's length groups (Figure 6)")
     p.add_argument("--rejoin-hyphens", action="store_true", help="rejoin ' @-@ ' / ' ##AT##-##AT## ' before BLEU (Luong)")
+    p.add_argument("--lowercase", action="store_true", help="case-insensitive sacreBLEU (text lowercased before tokenization)")
     p.add_argument("--output", type=Path, required=True)
 
 
@@ -44,6 +45,7 @@ def run_score(a: argparse.Namespace) -> None:
         length_by=a.length_by,
         group_size=a.group_size,
         rejoin=a.rejoin_hyphens,
+        lowercase=a.lowercase,
     )
     write_json(a.output, scores)
     nounk = "n/a" if scores["bleu_nounk"] is None else f"{scores['bleu_nounk']:.2f}"
@@ -85,7 +87,7 @@ def run_claims(a: argparse.Namespace) -> None:
 def args_variants(p: argparse.ArgumentParser) -> None:
     add_table_arguments(
         p,
-        "JSON file: {title, demo, samples, seed, groups: [{baseline: {label, runs: [{seed, hyps, scores, meta}]}, variants, refs_tok, refs_raw, lang, rejoin}]}",
+        "JSON file: {title, demo, samples, seed, groups: [{baseline: {label, runs: [{seed, hyps, scores, meta}]}, variants, refs_tok, refs_raw, lang, rejoin, lowercase}]}",
     )
 
 

@@ -16,6 +16,8 @@ def args_tokenize(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, required=True)
     p.add_argument("--no-escape", action="store_true", help="like tokenizer.perl -no-escape")
     p.add_argument("--aggressive-dash-splits", action="store_true", help="like tokenizer.perl -a")
+    p.add_argument("--lowercase", action="store_true", help="lowercase first, like lowercase.perl")
+    p.add_argument("--normalize-punctuation", action="store_true", help="then normalise punctuation, like normalize-punctuation.perl -l LANG")
     p.add_argument("--pretokenized", action="store_true", help="input already Moses-tokenized (Stanford files): copy it as is")
 
 
@@ -23,14 +25,22 @@ def run_tokenize(a: argparse.Namespace) -> None:
     from rnnmt.text.tokenize import tokenize_file
 
     n = tokenize_file(
-        a.input, a.output, a.lang, escape=not a.no_escape, aggressive_dash_splits=a.aggressive_dash_splits, processes=a.threads, pretokenized=a.pretokenized
+        a.input,
+        a.output,
+        a.lang,
+        escape=not a.no_escape,
+        aggressive_dash_splits=a.aggressive_dash_splits,
+        lowercase=a.lowercase,
+        normalize_punctuation=a.normalize_punctuation,
+        processes=a.threads,
+        pretokenized=a.pretokenized,
     )
     verb = "copied already tokenized" if a.pretokenized else "tokenized"
     print(f"{verb} {n} lines of {a.input} -> {a.output}", file=sys.stderr)
 
 
 def args_learn_bpe(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--input", type=Path, required=True)
+    p.add_argument("--input", type=Path, nargs="+", required=True, help="tokenized text; several files are read as one (joint BPE)")
     p.add_argument("--merges", type=positive, required=True)
     p.add_argument("--output", type=Path, required=True)
 

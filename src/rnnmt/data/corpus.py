@@ -224,7 +224,7 @@ def assemble_raw(
     matches = None if expected_lines is None else counts["lines"] == expected_lines
     if matches is False:
         print(
-            f"warning: {name}: {counts['lines']} lines, expected {expected_lines} (wmt14-sources.md §2); "
+            f"warning: {name}: {counts['lines']} lines, expected {expected_lines} (the sources table's `lines`); "
             "the archive may be another release than the one the papers used.",
             file=sys.stderr,
         )
@@ -287,6 +287,6 @@ def mismatch_warnings(summary: dict) -> list[str]:
     """One warning per corpus whose line count is not the published one."""
     pair, corpora = summary["pair"], summary["corpora"]
     return [
-        f"warning: {pair}: {name} has {corpora[name]['lines']} lines, expected {corpora[name]['expected_lines']} (wmt14-sources.md §2)."
+        f"warning: {pair}: {name} has {corpora[name]['lines']} lines, expected {corpora[name]['expected_lines']} (the sources table's `lines`)."
         for name in summary["mismatches"]
     ]

@@ -1,5 +1,5 @@
-"""The table of WMT archives and corpora (package data), and how config.yaml's corpus names resolve in it; a
-scale's own files (`data.source: files`) become a table of the same form."""
+"""The tables of archives and corpora shipped with rnnmt (WMT'14, Multi30k: package data), and how config.yaml's corpus
+names resolve in them; a scale's own files (`data.source: files`) become a table of the same form."""
 
 from __future__ import annotations
 
@@ -51,13 +51,15 @@ def _read_yaml(path: Path, what: str) -> dict[str, Any]:
 
 
 def table_path(name: str) -> Path:
-    """The path of a sources table: a package table by name ("wmt14"), or a file path."""
-    packaged = resources.files("rnnmt.data") / "source_tables" / f"{name}.yaml"
+    """The path of a sources table: a package table by name ("wmt14", "multi30k"), or a file path."""
+    tables = resources.files("rnnmt.data") / "source_tables"
+    packaged = tables / f"{name}.yaml"
     if packaged.is_file():
         return Path(str(packaged))
     path = Path(name)
     if not path.is_file():
-        raise UserError(f"download.sources '{name}' is neither a table shipped with rnnmt (wmt14) nor an existing YAML file.")
+        shipped = ", ".join(sorted(t.name.removesuffix(".yaml") for t in tables.iterdir() if t.name.endswith(".yaml")))
+        raise UserError(f"download.sources '{name}' is neither a table shipped with rnnmt ({shipped}) nor an existing YAML file.")
     return path
 
 

@@ -18,7 +18,7 @@ from rnnmt.models.artifact import LoopsOf, TrainedModel, load_model
 from rnnmt.models.source import SourceFormat
 from rnnmt.runtime import log, pick_device
 from rnnmt.text.bpe import BpeSegmenter, units
-from rnnmt.text.tokenize import detokenize_lines, tokenize_lines
+from rnnmt.text.tokenize import detokenize_lines
 
 
 def source_ids(tm: TrainedModel, line: str) -> torch.Tensor:
@@ -96,7 +96,7 @@ def translate_file(
         text = [text[i] for i in read_ids(lines, len(text))]
     src_lang, tgt_lang = tm.system["pair"].split("-")
     if raw:
-        text = tokenize_lines(text, src_lang)
+        text = tm.tokenize(text)
     unk = UnkReplacer.for_model(tm, load_dictionary(unk_dict)) if unk_replace else None
     aligns: list[str] = []
     out = translate_lines(tm, text, settings, batch_size=batch_size, forbid_unk=forbid_unk, unk=unk, device=run_on, aligns=aligns)

@@ -16,7 +16,7 @@ from rnnmt.models.artifact import LoopsOf, TrainedModel, load_model
 from rnnmt.models.source import SourceFormat, pad
 from rnnmt.runtime import log, pick_device
 from rnnmt.text.bpe import units
-from rnnmt.text.tokenize import detokenize_lines, tokenize_lines
+from rnnmt.text.tokenize import detokenize_lines
 
 EOS_LABEL = "<end>"  # as on the axes of the paper's Figure 3
 
@@ -75,7 +75,7 @@ def align_samples(
         raise UserError(f"{model} is an encoder-decoder without attention; an alignment figure needs an attention model.")
     lines = read_lines(test_src)
     chosen = pick_samples(lines, read_ids(nounk_ids, len(lines)), samples, min_length, max_length, seed)
-    sources = tokenize_lines(fixed, tm.system["pair"].split("-")[0]) + [lines[i] for i in chosen]
+    sources = tm.tokenize(fixed) + [lines[i] for i in chosen]
     if not sources:
         raise UserError(
             "no sentence to align: no --fixed sentence and no test sentence without UNK in the length range; give --fixed sentences or widen --min-length/--max-length."

@@ -40,9 +40,10 @@ def tokenized_metric() -> BLEU:
     return BLEU(tokenize="none", smooth_method="none", force=True)
 
 
-def detokenized_metric() -> BLEU:
-    """sacreBLEU with its defaults (13a), on detokenized hypotheses and raw references."""
-    return BLEU()
+def detokenized_metric(lowercase: bool = False) -> BLEU:
+    """sacreBLEU with its defaults (13a), on detokenized hypotheses and raw references; case-insensitive (`-lc`, its
+    signature says `case:lc`) where the text was lowercased before tokenization (Multi30k's preprocessing)."""
+    return BLEU(lowercase=lowercase)
 
 
 def tokenized_bleu(hyps: list[str], refs: list[str]) -> float:
@@ -51,10 +52,10 @@ def tokenized_bleu(hyps: list[str], refs: list[str]) -> float:
     return tokenized_metric().corpus_score(hyps, [refs]).score
 
 
-def detokenized_bleu(hyps_tok: list[str], refs_raw: list[str], lang: str) -> tuple[float, str]:
+def detokenized_bleu(hyps_tok: list[str], refs_raw: list[str], lang: str, lowercase: bool = False) -> tuple[float, str]:
     """sacreBLEU with its defaults (13a) on detokenized hypotheses vs raw references; returns (score, signature)."""
     check_parallel(hyps_tok, refs_raw)
-    metric = detokenized_metric()
+    metric = detokenized_metric(lowercase)
     score = metric.corpus_score(detokenize_lines(hyps_tok, lang), [refs_raw]).score
     return score, str(metric.get_signature())
 

@@ -26,7 +26,10 @@ from rnnmt.runtime import log
 from rnnmt.text.tokenize import detokenize_lines
 
 
-def _load(path: str | None) -> dict | None:
+def _load(path: str | dict[str, str] | None) -> dict | None:
+    """A JSON file's contents, or those of each file of a mapping (a splits table's scores by corpus); None for none."""
+    if isinstance(path, dict):
+        return {key: read_json(file) for key, file in path.items()}
     return read_json(path) if path else None
 
 
@@ -38,8 +41,8 @@ def _row(spec_row: dict[str, Any], kind: TableKind) -> dict[str, Any]:
 
 def table_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
     """spec: {kind: one of tables.TABLE_KINDS, title, data?, demo, rows: [{label, system?, file?, unk_file?, meta?,
-    published?, seeds?: [{seed, file?, unk_file?, meta?}]}], not_run?, check?, unk_column?}. A row with `seeds` shows
-    the mean over them (tables.over_seeds)."""
+    splits?: {corpus: file}, published?, seeds?: [{seed, file?, unk_file?, meta?, splits?}]}], not_run?, check?,
+    unk_column?, splits?, tolerance?}. A row with `seeds` shows the mean over them (tables.over_seeds)."""
     kind = table_kind(spec["kind"])
     rows = spec["rows"]
     options = {name: spec[name] for name in kind.options if name in spec}
@@ -139,7 +142,7 @@ VARIANTS_DEMO_BANNER = "**Synthetic demo data** — differences on these data an
 
 def variants_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> None:
     """spec: {title, demo, samples, seed, groups: [{baseline: {label, runs: [{seed, hyps, scores, meta}]}, variants: [same],
-    refs_tok, refs_raw, lang, rejoin}]}: each variant against its baseline, tokenized BLEU and sacreBLEU with paired
+    refs_tok, refs_raw, lang, rejoin, lowercase}]}: each variant against its baseline, tokenized BLEU and sacreBLEU with paired
     bootstrap intervals and p-values, perplexity, and BLEU by length as the score files split it."""
     if not spec["groups"]:
         raise UserError("The variants spec has no groups; expected a baseline and its variants at least once.")
@@ -152,7 +155,7 @@ def variants_command(spec: dict[str, Any], csv_path: Path, md_path: Path) -> Non
         for entry in group["variants"]:
             side = _Side.read(entry, lang, rejoin)
             bleu = bootstrap(side.tokenized, base.tokenized, refs_tok, spec["samples"], spec["seed"])
-            sacre = bootstrap(side.detokenized, base.detokenized, refs_raw, spec["samples"], spec["seed"], detokenized_metric())
+            sacre = bootstrap(side.detokenized, base.detokenized, refs_raw, spec["samples"], spec["seed"], detokenized_metric(group["lowercase"]))
             log(f"{side.label} vs {base.label}: delta {bleu.delta:+.2f} BLEU (p {bleu.p_value:.3f}), {sacre.delta:+.2f} sacreBLEU (p {sacre.p_value:.3f})")
             rows.append({**side.numbers(), "baseline": base.label, "bleu_diff": bleu, "sacre_diff": sacre})
     scored = base.scores[0]  # every score file of a run splits at the workflow's one threshold and side

@@ -41,12 +41,14 @@ def score_system(
     length_by: str = "source",
     group_size: int = 200,
     rejoin: bool = False,
+    lowercase: bool = False,
 ) -> dict:
     """Read one system's files and return its scores as a JSON-ready dict.
 
     The length curve, the length groups and the short/long split use the full test set (paper Figure 2
     caption). "bleu_nounk" and "sacrebleu_nounk" are None when the No-UNK subset is empty or not
-    translated. With `rejoin`, split hyphens are rejoined in hypotheses and references first (Luong).
+    translated. With `rejoin`, split hyphens are rejoined in hypotheses and references first (Luong); with `lowercase`,
+    sacreBLEU is case-insensitive (the hypotheses are lowercased text).
     """
     if (hyps_nounk is None) != (nounk_ids is None):
         raise UserError("the No-UNK translations and the No-UNK line ids go together: give both or neither.")
@@ -62,14 +64,14 @@ def score_system(
         nounk = read_lines(Path(hyps_nounk))
         _check_same_count([(Path(nounk_ids), ids), (Path(hyps_nounk), nounk)])
     lengths = _lengths(srcs, refs, length_by)
-    sacre_all, signature = detokenized_bleu(hyps, raws, lang)
+    sacre_all, signature = detokenized_bleu(hyps, raws, lang, lowercase)
     if rejoin:
         hyps, refs, nounk = rejoin_hyphens(hyps), rejoin_hyphens(refs), rejoin_hyphens(nounk)
     return {
         "bleu_all": tokenized_bleu(hyps, refs),
         "bleu_nounk": tokenized_bleu(nounk, [refs[i] for i in ids]) if ids else None,
         "sacrebleu_all": sacre_all,
-        "sacrebleu_nounk": detokenized_bleu(nounk, [raws[i] for i in ids], lang)[0] if ids else None,
+        "sacrebleu_nounk": detokenized_bleu(nounk, [raws[i] for i in ids], lang, lowercase)[0] if ids else None,
         "sacrebleu_signature": signature,
         "n_all": len(hyps),
         "n_nounk": len(ids) if nounk_ids is not None else None,

@@ -245,23 +245,85 @@ def systems_table(rows: list[dict], *, demo: bool) -> pd.DataFrame:
     return df
 
 
+SPLITS_NOTE = (
+    "BLEU = corpus BLEU on the tokenized text as the scale preprocesses it, subword units joined (identical to "
+    "multi-bleu.perl; at the multi30k scale lowercased, as the published numbers are computed). sacreBLEU (detok) is 13a "
+    "on detokenized output against the raw references (case-insensitive where the text was lowercased). Dev ppl = "
+    "perplexity per target unit (EOS counted) on the dev set of the model training wrote (with early stopping, the best "
+    "validation's); Updates = updates trained, Best = the update whose weights were kept; Hours = the training job's wall "
+    "time on Device, validations included, decoding not. A published row is another system's number on the same data, "
+    "with its settings in its label; delta = ours − published."
+)
+
+
+def _splits_record(row: dict, demo: bool, splits: Sequence[str], tolerance: float | None) -> dict:
+    system = _field(row, "system", "A splits table row")
+    scores = row.get("scores") or {}
+    meta = row.get("meta")
+    published = row.get("published") or {}
+    record: dict = {"System": system}
+    for column, key in (("BLEU {}", "bleu_all"), ("sacreBLEU {} (detok)", "sacrebleu_all")):
+        for corpus in splits:
+            record[column.format(corpus)] = _field(scores[corpus], key, f"The {corpus} scores of {system!r}") if corpus in scores else None
+    info = _reader(meta, f"The meta.json of {system!r}")
+    wall_time_s = info("wall_time_s")
+    record |= {
+        "Dev ppl": _field(meta, "heldout_ppl", f"The meta.json of {system!r}").get("dev") if meta else None,
+        "Updates": info("updates"),
+        "Best": info("model_update"),
+        "Hours": None if wall_time_s is None else wall_time_s / 3600,
+        "Device": info("device"),
+    }
+    for corpus in splits:
+        record[f"published {corpus}"] = published.get(corpus)
+    record = _with_deltas(record, [(f"delta {c}", f"BLEU {c}", f"published {c}") for c in splits], demo)
+    if tolerance is not None and not demo:
+        deltas = [record[f"delta {c}"] for c in splits if record.get(f"delta {c}") is not None]
+        record[f"within {tolerance:g} BLEU"] = ("yes" if all(abs(d) <= tolerance for d in deltas) else "no") if deltas and scores else None
+    return record
+
+
+def splits_table(rows: list[dict], *, demo: bool, splits: Sequence[str], tolerance: float | None = None) -> pd.DataFrame:
+    """Systems (of one or several pairs) on several held-out sets: tokenized BLEU on each of `splits` (corpus names),
+    detokenized sacreBLEU, dev perplexity, updates and training hours; published rows and, unless demo, deltas, and
+    whether every published number of a row is within `tolerance` BLEU of ours.
+
+    A row is {"system", "scores": {corpus: score dict} or None, "meta": meta.json dict or None, "published": {corpus: BLEU}
+    or None}."""
+    if not rows:
+        raise UserError("A splits table needs at least one row.")
+    records = [_splits_record(row, demo, splits, tolerance) for row in rows]
+    text = ["System", "Device", *(c for c in records[0] if c.startswith("within"))]
+    df = _frame(records, text_columns=text, int_columns=["Updates", "Best"])
+    notes = [SPLITS_NOTE]
+    if tolerance is not None and not demo:
+        notes.append(f"within {tolerance:g} BLEU: every delta of the row is at most {tolerance:g} BLEU (config `evaluation.reproduced.tolerance`).")
+    df.attrs["notes"] = [*notes, *_signature_notes([{"system": r["system"], "scores": s} for r in rows for s in (r.get("scores") or {}).values()])]
+    return df
+
+
 @dataclass(frozen=True)
 class TableKind:
     """A kind of paper table (config `tables.<name>.kind`): its builder; `files`, for each key of a builder row
-    that holds a JSON file's contents, the key of the `rnnmt table` spec row naming that file; and the spec
-    options passed on to the builder as keywords."""
+    that holds a JSON file's contents (or a mapping of such), the key of the `rnnmt table` spec row naming that file
+    (or a mapping of names to files); the spec options passed on to the builder as keywords; and the keys a row's
+    `published` may have (None: the table's `splits`)."""
 
     build: Callable[..., pd.DataFrame]
     files: Mapping[str, str]
     options: tuple[str, ...] = ()
+    published: tuple[str, ...] | None = ()
 
 
 TABLES = {
-    "bleu": TableKind(bleu_table, {"scores": "file"}),
-    "learning": TableKind(learning_table, {"meta": "file"}),
-    "luong": TableKind(luong_table, {"scores": "file", "scores_unk": "unk_file", "meta": "meta"}, options=("unk_column",)),
-    "nist": TableKind(nist_table, {"scores": "file"}),
+    "bleu": TableKind(bleu_table, {"scores": "file"}, published=("all", "nounk")),
+    "learning": TableKind(learning_table, {"meta": "file"}, published=("updates", "epochs", "hours", "train_nll", "dev_nll")),
+    "luong": TableKind(
+        luong_table, {"scores": "file", "scores_unk": "unk_file", "meta": "meta"}, options=("unk_column",), published=("ppl", "bleu", "bleu_unk")
+    ),
+    "nist": TableKind(nist_table, {"scores": "file"}, published=("bleu",)),
     "systems": TableKind(systems_table, {"scores": "file", "meta": "meta"}),
+    "splits": TableKind(splits_table, {"scores": "splits", "meta": "meta"}, options=("splits", "tolerance"), published=None),
 }
 TABLE_KINDS = tuple(TABLES)
 

@@ -15,6 +15,7 @@ from rnnmt.errors import UserError
 from rnnmt.models.build import Seq2Seq, build_model
 from rnnmt.models.loops import PLAIN, Loops
 from rnnmt.text.bpe import BpeSegmenter
+from rnnmt.text.tokenize import tokenize_lines
 from rnnmt.text.vocab import Vocab
 
 # The loops a model of a given model config runs by (translation: the checked fast form, train/selfcheck.checked_loops).
@@ -34,6 +35,11 @@ class TrainedModel:
     tgt_vocab: Vocab
     src_bpe: BpeSegmenter | None
     tgt_bpe: BpeSegmenter | None
+
+    def tokenize(self, lines: list[str]) -> list[str]:
+        """Raw source sentences as its training text was tokenized (the scale's settings, e.g. Multi30k's lowercasing;
+        a model file written before they were recorded: tokenizer.perl's defaults)."""
+        return tokenize_lines(lines, self.system["pair"].split("-")[0], **self.system.get("tokenizer", {}))
 
 
 def _vocab_state(v: Vocab) -> dict[str, Any]:

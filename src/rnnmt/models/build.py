@@ -24,8 +24,13 @@ from rnnmt.models.encoders import ENCODERS, Encoded, LSTMEncoder
 from rnnmt.models.initialisation import SCHEMES, initialise
 from rnnmt.models.loops import PLAIN, Loops
 
+# Dropout beyond where the authors' code applies it (`dropout`): the Bahdanau family's switches (docs/faithfulness.md).
+BAHDANAU_DROPOUT = ("embedding_dropout", "context_dropout")
+# Every dropout probability of a model config: train/selfcheck.py turns them all off.
+DROPOUT = ("dropout", *BAHDANAU_DROPOUT)
+
 # The conventions of GroundHog systems, whose configs (and model files) predate these keys.
-DEFAULTS = {"decoder": "gru", "source_eos": True, "reverse_source": False}
+DEFAULTS = {"decoder": "gru", "source_eos": True, "reverse_source": False, "dropout": 0.0, **dict.fromkeys(BAHDANAU_DROPOUT, 0.0)}
 
 
 def model_settings(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -83,6 +88,11 @@ def _choice(cfg: dict[str, Any], key: str, allowed: Iterable[str], family: str) 
     return cfg[key]
 
 
+def without_dropout(cfg: dict[str, Any]) -> dict[str, Any]:
+    """A model config with every dropout off (the fast forms' checks: two paths draw their masks differently)."""
+    return {**cfg, **dict.fromkeys(DROPOUT, 0.0)}
+
+
 def build_model(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Loops | Mapping[str, Loops] = PLAIN) -> Seq2Seq:
     """Create the network described by a system's `model` section, initialised per `cfg['init']`, whose
     teacher-forced loops run by `loops` (default: as the modules write them), or by part ("encoder", "decoder")."""
@@ -98,7 +108,8 @@ def build_model(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Loop
 
 
 def _build_bahdanau(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Mapping[str, Loops]) -> Seq2Seq:
-    encoder = ENCODERS[_choice(cfg, "encoder", ENCODERS, "gru")](src_vocab, cfg["emb"], cfg["hidden"], loops["encoder"])
+    encoder_class = ENCODERS[_choice(cfg, "encoder", ENCODERS, "gru")]
+    encoder = encoder_class(src_vocab, cfg["emb"], cfg["hidden"], loops["encoder"], dropout=cfg["embedding_dropout"])
     decoder = BahdanauDecoder(
         tgt_vocab,
         cfg["emb"],
@@ -110,12 +121,17 @@ def _build_bahdanau(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: 
         maxout_units=cfg["maxout"],
         output_rank=cfg.get("output_rank"),
         loops=loops["decoder"],
+        dropout=cfg["dropout"],
+        context_dropout=cfg["context_dropout"],
     )
     return Seq2Seq(encoder, decoder)
 
 
 def _build_luong(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Mapping[str, Loops]) -> Seq2Seq:
     _choice(cfg, "encoder", ("lstm",), "lstm")
+    for key in BAHDANAU_DROPOUT:
+        if cfg[key]:
+            raise UserError(f"model.{key} is {cfg[key]}, but a 'lstm' decoder has no such dropout; its `dropout` is nmt.matlab's, on every LSTM layer's input.")
     kind = _choice(cfg, "attention", ("none", *LUONG_KINDS), "lstm")
     sizes = (cfg["emb"], cfg["hidden"], cfg["layers"])
     common = {"dropout": cfg["dropout"], "bias": cfg["bias"], "state_clip": cfg["state_clip"]}

@@ -54,7 +54,14 @@ class WordTerms:
 
 class BahdanauDecoder(nn.Module):
     """GRU decoder with attention (or a fixed context) and a deep output with maxout (§1.4–1.5); its teacher-forced
-    loop runs by the model's loops (models/loops.py): `steps`, or a fast form of it."""
+    loop runs by the model's loops (models/loops.py): `steps`, or a fast form of it.
+
+    Dropout, in training only: `dropout` on the maxout output t, where GroundHog applies its `state['dropout']`
+    (encdec.py l. 938–940: `output_nonlinearities = [maxout, DropOp]`, before the factorised softmax; GroundHog keeps
+    with probability p and scales by p at test time, torch drops with probability p and scales by 1/(1 − p) in
+    training, which gives the same expected activations); `context_dropout` on the annotations h_j the decoder reads
+    (not in GroundHog: nmtpy's `ctx_dropout`). Neither is inside the recurrent loop, so every form of it runs them.
+    """
 
     def __init__(
         self,
@@ -68,9 +75,13 @@ class BahdanauDecoder(nn.Module):
         maxout_units: int,
         output_rank: int | None,
         loops: Loops = PLAIN,
+        dropout: float = 0.0,
+        context_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         self.maxout_units = maxout_units
+        self.drop = nn.Dropout(dropout)
+        self.context_drop = nn.Dropout(context_dropout)
         self.loops = loops
         self.embed = Embedding(vocab_size, emb_dim)
         self.W_s = nn.Linear(summary_size, hidden)  # s_0 = tanh(W_s ←h_1 + b)
@@ -109,7 +120,7 @@ class BahdanauDecoder(nn.Module):
         """t = maxout(U_o s + V_o E y_prev + C_o c) over adjacent pairs (§1.5), through W_o's first factor if
         low-rank; `word` is the previous word's term V_o E y_prev (0 before the first word)."""
         t = self.U_o(s) + word + self.C_o(c)
-        t = torch.maximum(t[..., 0::2], t[..., 1::2])  # a reduction over pairs (amax) takes twice as long
+        t = self.drop(torch.maximum(t[..., 0::2], t[..., 1::2]))  # a reduction over pairs (amax) takes twice as long
         return self.W_o[0](t) if isinstance(self.W_o, nn.Sequential) else t
 
     def readout(self, s: Tensor, word: Tensor, c: Tensor) -> Tensor:
@@ -118,6 +129,7 @@ class BahdanauDecoder(nn.Module):
 
     def features(self, enc: Encoded, tgt: Tensor) -> tuple[Tensor, Tensor]:
         """Teacher-forced pass over tgt [B, T] (ending in EOS): the output layer's inputs [B, T, F] and α [B, T, S]."""
+        enc = Encoded(self.context_drop(enc.annotations), enc.mask, enc.summary)
         keys = self.attention.prepare(enc)
         y_emb = self.embed(tgt)
         queries, contexts, alphas = self.loops.bahdanau_decoder(self, self.init_state(enc), self.gru.project_inputs(y_emb), keys, enc)

@@ -45,11 +45,13 @@ class Embedding(nn.Module):
 
 
 class BiGRUEncoder(nn.Module):
-    """h_j = [→h_j; ←h_j] with one embedding shared by both directions (paper-spec §1.2)."""
+    """h_j = [→h_j; ←h_j] with one embedding shared by both directions (paper-spec §1.2); `dropout` on the word
+    embeddings (`model.embedding_dropout`: not in GroundHog, nmtpy's `emb_dropout`)."""
 
-    def __init__(self, vocab_size: int, emb_dim: int, hidden: int, loops: Loops = PLAIN) -> None:
+    def __init__(self, vocab_size: int, emb_dim: int, hidden: int, loops: Loops = PLAIN, dropout: float = 0.0) -> None:
         super().__init__()
         self.embed = Embedding(vocab_size, emb_dim)
+        self.drop = nn.Dropout(dropout)
         self.fwd = GroundhogGRU(emb_dim, hidden, loops=loops)
         self.bwd = GroundhogGRU(emb_dim, hidden, loops=loops)
         self.loops = loops
@@ -57,7 +59,7 @@ class BiGRUEncoder(nn.Module):
         self.summary_size = hidden
 
     def forward(self, src: Tensor, mask: Tensor) -> Encoded:
-        e = self.embed(src)
+        e = self.drop(self.embed(src))
         x_fwd, x_bwd = self.fwd.project_inputs(e), self.bwd.project_inputs(e)
         h0 = x_fwd.new_zeros(x_fwd.shape[0], self.fwd.hidden_size)
         h_fwd, h_bwd = self.loops.gru_scans([self.fwd, self.bwd], [x_fwd, x_bwd], mask, [False, True], [h0, h0])
@@ -65,17 +67,19 @@ class BiGRUEncoder(nn.Module):
 
 
 class GRUEncoder(nn.Module):
-    """RNNencdec's encoder: the last forward state (after EOS) is the fixed summary c (paper-spec §2)."""
+    """RNNencdec's encoder: the last forward state (after EOS) is the fixed summary c (paper-spec §2); `dropout` on
+    the word embeddings, as BiGRUEncoder's."""
 
-    def __init__(self, vocab_size: int, emb_dim: int, hidden: int, loops: Loops = PLAIN) -> None:
+    def __init__(self, vocab_size: int, emb_dim: int, hidden: int, loops: Loops = PLAIN, dropout: float = 0.0) -> None:
         super().__init__()
         self.embed = Embedding(vocab_size, emb_dim)
+        self.drop = nn.Dropout(dropout)
         self.fwd = GroundhogGRU(emb_dim, hidden, loops=loops)
         self.output_size = hidden
         self.summary_size = hidden
 
     def forward(self, src: Tensor, mask: Tensor) -> Encoded:
-        h = self.fwd.scan(self.fwd.project_inputs(self.embed(src)), mask)
+        h = self.fwd.scan(self.fwd.project_inputs(self.drop(self.embed(src))), mask)
         # Masked steps carry the state over, so the last column is the state after the last real token.
         last = h[:, -1]
         return Encoded(last.unsqueeze(1), mask.new_ones(mask.shape[0], 1), last)
@@ -113,5 +117,5 @@ class LSTMEncoder(nn.Module):
 
 
 ENCODERS: dict[str, type[BiGRUEncoder] | type[GRUEncoder]] = {"bigru": BiGRUEncoder, "gru": GRUEncoder}
-"""Bahdanau-family encoders by `model.encoder`, built from (vocabulary size, embedding size, hidden size);
-Luong's decoder takes the LSTMEncoder alone."""
+"""Bahdanau-family encoders by `model.encoder`, built from (vocabulary size, embedding size, hidden size, loops) and
+the embeddings' `dropout`; Luong's decoder takes the LSTMEncoder alone."""

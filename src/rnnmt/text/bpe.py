@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from subword_nmt.apply_bpe import BPE
@@ -15,15 +16,17 @@ from rnnmt.text.vocab import Vocab, build_shortlist
 SEPARATOR = "@@"
 
 
-def learn_bpe(in_path: Path, codes_path: Path, merges: int) -> None:
-    """Learn `merges` BPE merge operations from whitespace-tokenized text into codes_path, atomically."""
+def learn_bpe(in_paths: Path | Sequence[Path], codes_path: Path, merges: int) -> None:
+    """Learn `merges` BPE merge operations from whitespace-tokenized text into codes_path, atomically; several files are
+    read as one text (joint BPE: both languages' training text, as `cat train.L1 train.L2 | learn_bpe.py`)."""
     if merges < 1:
         raise UserError(f"the number of BPE merges must be at least 1, got {merges}.")
-    try:
-        with open(in_path, encoding="utf-8") as infile, atomic_path(codes_path) as tmp, open(tmp, "w", encoding="utf-8") as outfile:
-            _subword_learn_bpe(infile, outfile, merges)
-    except FileNotFoundError:
-        raise UserError(f"{in_path} does not exist; expected tokenized text to learn BPE codes from.") from None
+    paths = [in_paths] if isinstance(in_paths, (str, Path)) else list(in_paths)
+    if missing := [str(p) for p in paths if not Path(p).is_file()]:
+        raise UserError(f"{', '.join(missing)} does not exist; expected tokenized text to learn BPE codes from.")
+    with atomic_path(codes_path) as tmp, open(tmp, "w", encoding="utf-8") as outfile:
+        # subword-nmt reads any iterable of lines (it strips each): the files one after the other.
+        _subword_learn_bpe(itertools.chain.from_iterable(iter_lines(p) for p in paths), outfile, merges)
 
 
 class BpeSegmenter:

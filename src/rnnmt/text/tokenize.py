@@ -1,7 +1,9 @@
 """Moses tokenization with sacremoses, sharded over worker processes.
 
 The defaults (escape=True, aggressive_dash_splits=False) reproduce `tokenizer.perl -l LANG`;
-see docs/reference-tools.md. This module must stay torch-free: worker processes import it.
+see docs/reference-tools.md. `lowercase` and `normalize_punctuation` put `lowercase.perl` and
+`normalize-punctuation.perl -l LANG` before it, in that order, as Multi30k's own preprocessing does
+(multi30k/dataset, scripts/task1-tokenize.sh). This module must stay torch-free: worker processes import it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import multiprocessing
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from sacremoses import MosesDetokenizer, MosesTokenizer
+from sacremoses import MosesDetokenizer, MosesPunctNormalizer, MosesTokenizer
 from sacremoses.corpus import NonbreakingPrefixes
 
 from rnnmt.errors import UserError
@@ -47,10 +49,22 @@ def _detokenizer(lang: str) -> MosesDetokenizer:
     return MosesDetokenizer(lang=lang)
 
 
-def tokenize_lines(lines: Iterable[str], lang: str, *, escape: bool = True, aggressive_dash_splits: bool = False) -> list[str]:
-    """Tokenize each line; tokens are separated by single spaces."""
+@functools.cache
+def _normalizer(lang: str) -> MosesPunctNormalizer:
+    return MosesPunctNormalizer(lang=lang)
+
+
+def tokenize_lines(
+    lines: Iterable[str], lang: str, *, escape: bool = True, aggressive_dash_splits: bool = False, lowercase: bool = False, normalize_punctuation: bool = False
+) -> list[str]:
+    """Tokenize each line (lowercased, then its punctuation normalised, where asked); tokens are separated by single spaces."""
     tok = _tokenizer(lang)
-    return [tok.tokenize(line, escape=escape, aggressive_dash_splits=aggressive_dash_splits, return_str=True) for line in lines]
+    out = []
+    for line in lines:
+        line = line.lower() if lowercase else line
+        line = _normalizer(lang).normalize(line) if normalize_punctuation else line
+        out.append(tok.tokenize(line, escape=escape, aggressive_dash_splits=aggressive_dash_splits, return_str=True))
+    return out
 
 
 def detokenize_lines(lines: Iterable[str], lang: str) -> list[str]:
@@ -89,6 +103,8 @@ def tokenize_file(
     *,
     escape: bool = True,
     aggressive_dash_splits: bool = False,
+    lowercase: bool = False,
+    normalize_punctuation: bool = False,
     processes: int = 1,
     chunk_lines: int = 10_000,
     pretokenized: bool = False,
@@ -106,7 +122,8 @@ def tokenize_file(
         # Copying needs no workers; starting them would cost more than the copy.
         fn, processes = _unchanged, 1
     else:
-        fn = functools.partial(tokenize_lines, lang=lang, escape=escape, aggressive_dash_splits=aggressive_dash_splits)
+        options = {"escape": escape, "aggressive_dash_splits": aggressive_dash_splits, "lowercase": lowercase, "normalize_punctuation": normalize_punctuation}
+        fn = functools.partial(tokenize_lines, lang=lang, **options)
     n = 0
     with atomic_path(out_path) as tmp, open(tmp, "w", encoding="utf-8") as out:
         for done in _map_in_order(fn, _chunked(iter_lines(in_path), chunk_lines), processes):

@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
-from rnnmt.models.build import build_model
+from rnnmt.models.build import build_model, without_dropout
 from rnnmt.models.loops import PARTS, Loops, Paths
 from rnnmt.recurrence import forms
 from rnnmt.recurrence.kernels import stages
@@ -284,7 +284,7 @@ def path_differences(
     gradient, as shares of their norms."""
     paths = Paths.every(paths) if isinstance(paths, str) else paths
     start = time.perf_counter()
-    cfg = {**small(model_cfg), "dropout": 0.0}
+    cfg = without_dropout(small(model_cfg))
     with torch.random.fork_rng(devices=[]), stages.implementation("reference"):
         torch.manual_seed(seed)
         plain = build_model(cfg, vocab, vocab).double().train()

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
-from rnnmt.models.build import build_model
+from rnnmt.models.build import build_model, without_dropout
 from rnnmt.recurrence.kernels import stages
 from rnnmt.train import kernel_stages, optim, selfcheck
 from rnnmt.train.device_choices import Choice
@@ -124,7 +124,7 @@ def step_differences(model_cfg: dict[str, Any], train_cfg: dict[str, Any], vocab
     (its stages' torch references) and by torch's step, both with the optimiser optim.build_optimizer builds from
     `train_cfg`, from the same random gradients scaled to that multiple of the clipping threshold."""
     start = time.perf_counter()
-    cfg = {**selfcheck.small(model_cfg), "dropout": 0.0}
+    cfg = without_dropout(selfcheck.small(model_cfg))
     with torch.random.fork_rng(devices=[]), stages.implementation("reference"):
         torch.manual_seed(seed)
         models = [build_model(cfg, vocab, vocab).double() for _ in STEPS]

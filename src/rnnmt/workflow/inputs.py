@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from rnnmt import config as cfg
 from rnnmt.data import sources
 from rnnmt.data.download import local_file
 from rnnmt.workflow import paths
@@ -86,8 +87,9 @@ class RuleInputs:
     def tokenizer_flags(self, wildcards: Any) -> str:
         if self.plan.is_tokenized(wildcards.pair, wildcards.split):
             return "--pretokenized"
-        t = self.plan.config["pairs"][wildcards.pair]["tokenizer"]
-        return shlex.join([*([] if t["escape"] else ["--no-escape"]), *(["--aggressive-dash-splits"] if t["aggressive_dash_splits"] else [])])
+        t = cfg.tokenizer(self.plan.config, wildcards.pair)
+        options = {"aggressive_dash_splits": "--aggressive-dash-splits", "lowercase": "--lowercase", "normalize_punctuation": "--normalize-punctuation"}
+        return shlex.join([*([] if t["escape"] else ["--no-escape"]), *(flag for key, flag in options.items() if t[key])])
 
     # --- selection ------------------------------------------------------------------------------------
 
@@ -141,17 +143,26 @@ class RuleInputs:
 
     # --- vocabulary and binarized data ------------------------------------------------------------------
 
+    def codes_of(self, pair: str, lang: str) -> str:
+        """The BPE codes that segment one language of a pair: its own, or (vocab.joint) the pair's joint codes."""
+        return paths.bpe_codes(pair, "joint" if self.plan.scale["vocab"]["joint"] else lang)
+
+    def bpe_text(self, wildcards: Any) -> list[str]:
+        """The training text BPE codes are learned from: one language's, or both (joint) one after the other."""
+        langs = self.plan.langs(wildcards.pair) if wildcards.codes == "joint" else (wildcards.codes,)
+        return [paths.selected(wildcards.pair, f"train.{lang}") for lang in langs]
+
     def vocab_files(self, pair: str) -> dict[str, str]:
         src, tgt = self.plan.langs(pair)
         files = {"src_vocab": paths.vocab(pair, src), "tgt_vocab": paths.vocab(pair, tgt)}
-        return files | ({"src_bpe": paths.bpe_codes(pair, src), "tgt_bpe": paths.bpe_codes(pair, tgt)} if self.plan.bpe else {})
+        return files | ({"src_bpe": self.codes_of(pair, src), "tgt_bpe": self.codes_of(pair, tgt)} if self.plan.bpe else {})
 
     def bpe_flags(self, wildcards: Any, input: Any) -> str:
         """--src-bpe/--tgt-bpe when the vocabulary is BPE (input has those names then)."""
         return shlex.join(["--src-bpe", input.src_bpe, "--tgt-bpe", input.tgt_bpe]) if self.plan.bpe else ""
 
     def vocab_codes(self, wildcards: Any) -> list[str]:
-        return [paths.bpe_codes(wildcards.pair, wildcards.lang)] if self.plan.bpe else []
+        return [self.codes_of(wildcards.pair, wildcards.lang)] if self.plan.bpe else []
 
     def vocab_flags(self, wildcards: Any, input: Any) -> str:
         vocab = self.plan.scale["vocab"]
@@ -243,6 +254,7 @@ class RuleInputs:
         flags = ["--lang", self.plan.langs(pair)[1], "--threshold", str(self.plan.config["evaluation"]["long_threshold"])]
         flags += ["--hyps-nounk", input.hyps_nounk, "--nounk-ids", input.ids] if "ids" in input.keys() else []
         flags += ["--rejoin-hyphens"] if self.plan.config["pairs"][pair]["rejoin_hyphens"] else []
+        flags += ["--lowercase"] if cfg.tokenizer(self.plan.config, pair)["lowercase"] else []
         curve, groups = self.plan.config["evaluation"]["length_curve"], self.plan.config["evaluation"]["length_groups"]
         flags += ["--window", str(curve["window"]), "--max-length", str(curve["max_length"]), "--length-by", curve["by"], "--group-size", str(groups["size"])]
         return shlex.join(flags)

@@ -57,8 +57,9 @@ def vocab(pair: str = "{pair}", lang: str = "{lang}") -> str:
     return f"{DATA}/vocab/{pair}/vocab.{lang}.json"
 
 
-def bpe_codes(pair: str = "{pair}", lang: str = "{lang}") -> str:
-    return f"{DATA}/vocab/{pair}/bpe.{lang}.codes"
+def bpe_codes(pair: str = "{pair}", codes: str = "{codes}") -> str:
+    """BPE merges of one language of a pair (`codes` its code), or of both (`codes` "joint", vocab.joint)."""
+    return f"{DATA}/vocab/{pair}/bpe.{codes}.codes"
 
 
 def binarized(pair: str = "{pair}", part: str = "{part}") -> str:

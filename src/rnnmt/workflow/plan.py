@@ -55,10 +55,14 @@ def one_of(names: list[str]) -> str:
 
 
 def sources_table(config: dict[str, Any]) -> dict[str, Any]:
-    """The archives and corpora the active scale draws from: the WMT table, or the scale's own files."""
+    """The archives and corpora the active scale draws from: a table shipped with rnnmt (WMT'14, Multi30k) or
+    download.sources, the scale's own files, or none (the demo generates its corpus)."""
     scale = cfg.active_scale(config)
-    if scale["data"]["source"] != "files":
-        return sources.load(config["download"]["sources"], config["download"]["checksums"])
+    source = scale["data"]["source"]
+    if source == "synthetic":
+        return {"what": "the synthetic demo corpus", "archives": {}, "corpora": {}, "sets": {}, "preselected": {}}
+    if source != "files":
+        return sources.load(config["download"]["sources"] or source, config["download"]["checksums"])
     heldout = {name for splits in scale["corpora"].values() for split in ("dev", "test") for name in splits.get(split, [])}
     return sources.files_table(scale["data"].get("files", {}), heldout, Path.cwd())
 
@@ -200,21 +204,46 @@ class Plan:
 
     # --- test splits and wildcards -----------------------------------------------------------------
 
-    def _table_splits(self) -> dict[str, str]:
-        """Each table with active rows: the split it scores, `test` (its pair's first test set) or `test-CORPUS`."""
+    def table_corpora(self, table: str, pair: str) -> list[str]:
+        """The held-out corpora a table scores for one of its pairs (at the active scale): its `splits`, each a dev or
+        test corpus of the pair; else the one test set it names (`test`), else the pair's first."""
+        corpora = self.split_corpora[pair]
+        wanted = self.config["tables"][table].get("splits")
+        if wanted is None:
+            return [cfg.table_test_set(self.config, table, corpora["test"], pair)]
+        heldout = corpora["dev"] + corpora["test"]
+        if unknown := [c for c in wanted if c not in heldout]:
+            raise UserError(
+                f"config: tables.{table}.splits names {', '.join(unknown)}, but the dev and test sets of {pair} at scale "
+                f"'{self.config['scale']}' are {', '.join(heldout)}; expected corpora among them (scales.{self.config['scale']}.corpora.{pair})."
+            )
+        return list(wanted)
+
+    def split_name(self, pair: str, corpus: str) -> str:
+        """The split that holds a held-out corpus of a pair for translation and scoring: `test` for the pair's first test
+        set, `test-CORPUS` for any other (a second test set, or a dev set a table scores)."""
+        return "test" if corpus == self.split_corpora[pair]["test"][0] else f"test-{corpus}"
+
+    def _table_splits(self) -> dict[str, list[str]]:
+        """Each table with active rows: the splits it scores, in order, `test` or `test-CORPUS` (Plan.split_name), the same
+        for each of its pairs that runs."""
         active = set(self.decoded)
         splits = {}
         for name, table in self.config["tables"].items():
             if any(row.get("system") in active for row in table["rows"]):
-                test_sets = self.split_corpora[cfg.pair_at_scale(self.config, table["pair"])]["test"]
-                corpus = cfg.table_test_set(self.config, name, test_sets)
-                splits[name] = "test" if corpus == test_sets[0] else f"test-{corpus}"
+                pairs = {cfg.pair_at_scale(self.config, p) for p in cfg.table_pairs(self.config, name)} & set(self.split_corpora)
+                names = {tuple(self.split_name(pair, c) for c in self.table_corpora(name, pair)) for pair in sorted(pairs)}
+                if len(names) > 1:
+                    raise UserError(
+                        f"config: tables.{name} scores different splits for its pairs ({'; '.join(map(', '.join, sorted(names)))}); expected the same test sets."
+                    )
+                splits[name] = list(names.pop())
         return splits
 
     @property
     def named_test_splits(self) -> list[str]:
-        """Test splits besides each pair's first (`test`): the test sets tables name."""
-        return sorted(set(self.table_splits.values()) - {"test"})
+        """Test splits besides each pair's first (`test`): the other held-out sets tables name."""
+        return sorted({split for splits in self.table_splits.values() for split in splits} - {"test"})
 
     @property
     def test_splits(self) -> str:
@@ -227,6 +256,7 @@ class Plan:
         return {
             "pair": one_of(self.pairs),
             "lang": one_of(languages),
+            "codes": one_of([*languages, "joint"]),
             "src": one_of(languages),
             "tgt": one_of(languages),
             "split": f"pool|indomain|dev|preselected|{self.test_splits}",

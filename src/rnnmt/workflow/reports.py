@@ -11,7 +11,12 @@ from rnnmt.workflow import paths
 from rnnmt.workflow.plan import DEMO_BANNER, Plan, score_name, split_score_name, translation_of
 
 # How the data line of a table names where a scale's corpora come from (config `scales.<s>.data.source`).
-DATA_SOURCES = {"synthetic": " on rnnmt's synthetic corpora (not WMT)", "wmt14": " on WMT releases", "files": " on the scale's own files (data.files)"}
+DATA_SOURCES = {
+    "synthetic": " on rnnmt's synthetic corpora (not WMT)",
+    "wmt14": " on WMT releases",
+    "multi30k": " on Multi30k task 1 (the dataset's own files)",
+    "files": " on the scale's own files (data.files)",
+}
 CLAIMS_TITLE = "The papers' claims: BLEU differences with paired-bootstrap 95% intervals"
 COVERAGE_TITLE = "What the papers show and what this run regenerates"
 VARIANTS_TITLE = "Variants beside their baselines: BLEU and sacreBLEU with paired bootstrap p-values, perplexity, BLEU by length"
@@ -65,12 +70,18 @@ class Reports:
 
     # --- tables -------------------------------------------------------------------------------------------
 
-    def _run_files(self, table: str, row: dict[str, Any], run: str) -> dict[str, str]:
-        """The files one run of a table row reads, by table kind: score files on the table's test split, meta.json."""
+    def _run_files(self, table: str, row: dict[str, Any], run: str) -> dict[str, Any]:
+        """The files one run of a table row reads, by table kind: score files on the table's test split (a splits table:
+        on each of its splits, by corpus), meta.json."""
         spec = self.plan.config["tables"][table]
         if spec["kind"] == "learning":
             return {"file": paths.model(run, "meta.json")}
-        split, unk = self.plan.table_splits[table], row.get("unk_replace", False)
+        if spec["kind"] == "splits":
+            return {
+                "splits": {c: paths.scores(score_name(run, False, split)) for c, split in zip(spec["splits"], self.plan.table_splits[table])},
+                "meta": paths.model(run, "meta.json"),
+            }
+        split, unk = self.plan.table_splits[table][0], row.get("unk_replace", False)
         files = {"file": paths.scores(score_name(run, unk, split))}
         kind = table_kind(spec["kind"])
         if "unk_file" in kind.files.values() and spec["unk_column"]:
@@ -92,9 +103,8 @@ class Reports:
 
     def table_inputs(self, wildcards: Any) -> list[str]:
         table = wildcards.table
-        return sorted(
-            {f for r in self.plan.table_rows(table) for run in self.plan.runs_of(r.get("system", "")) for f in self._run_files(table, r, run).values()}
-        )
+        files = [f for r in self.plan.table_rows(table) for run in self.plan.runs_of(r.get("system", "")) for f in self._run_files(table, r, run).values()]
+        return sorted({path for f in files for path in (f.values() if isinstance(f, dict) else [f])})
 
     def _row_label(self, row: dict[str, Any]) -> str:
         return self.plan.label(row["system"], template=row.get("label")) if "system" in row else row["label"]
@@ -102,13 +112,16 @@ class Reports:
     def data_line(self, table: str) -> str:
         """Which data this run's table measures, and the paper's."""
         config, t = self.plan.config, self.plan.config["tables"][table]
-        pair = cfg.pair_at_scale(config, t["pair"])
-        (src, tgt), corpora = self.plan.langs(pair), self.plan.split_corpora[pair]
-        selected = "" if self.plan.selection_method(pair) == "none" else f", selected by {self.plan.selection_method(pair)}"
-        line = (
-            f"Data: this run ({config['scale']} scale) {src}→{tgt}{DATA_SOURCES.get(self.plan.scale['data']['source'], '')}, trained on "
-            f"{' + '.join(corpora['train'])}{selected}, validated on {' + '.join(corpora['dev'])}, tested on {cfg.table_test_set(config, table, corpora['test'])}."
-        )
+        pairs = [p for p in dict.fromkeys(cfg.pair_at_scale(config, p) for p in cfg.table_pairs(config, table)) if p in self.plan.split_corpora]
+        source, parts = DATA_SOURCES.get(self.plan.scale["data"]["source"], ""), []
+        for pair in pairs:
+            (src, tgt), corpora = self.plan.langs(pair), self.plan.split_corpora[pair]
+            selected = "" if self.plan.selection_method(pair) == "none" else f", selected by {self.plan.selection_method(pair)}"
+            parts.append(
+                f"{src}→{tgt}{source}, trained on {' + '.join(corpora['train'])}{selected}, validated on {' + '.join(corpora['dev'])}, "
+                f"{'scored' if 'splits' in t else 'tested'} on {' and '.join(self.plan.table_corpora(table, pair))}"
+            )
+        line = f"Data: this run ({config['scale']} scale) {'; '.join(parts)}."
         return f"{line} The paper: {t['paper_data']}." if "paper_data" in t else line
 
     def table_spec(self, table: str) -> dict[str, Any]:
@@ -122,7 +135,7 @@ class Reports:
         not_run = [r for r in t["rows"] if r.get("system") not in (None, *self.plan.decoded)]
         systems = self.plan.table_systems(table)
         check = t.get("check") if all(s in self.plan.systems for s in t.get("check", {}).values()) else None
-        return {
+        spec = {
             "kind": t["kind"],
             "title": cfg.fill_label(self.plan.config, t["title"], self.plan.resolved(systems[0]) if systems else None),
             "data": self.data_line(table),
@@ -132,6 +145,9 @@ class Reports:
             "check": check,
             "unk_column": t["unk_column"],
         }
+        if "splits" in t:
+            spec |= {"splits": t["splits"], "tolerance": self.plan.config["evaluation"]["reproduced"]["tolerance"]}
+        return spec
 
     # --- claims and coverage -------------------------------------------------------------------------------
 
@@ -204,6 +220,7 @@ class Reports:
                     "refs_raw": paths.corpus(pair, "test", tgt),
                     "lang": tgt,
                     "rejoin": self.plan.config["pairs"][pair]["rejoin_hyphens"],
+                    "lowercase": cfg.tokenizer(self.plan.config, pair)["lowercase"],
                 }
             )
         boot = self.plan.config["evaluation"]["bootstrap"]
