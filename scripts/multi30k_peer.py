@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,15 +103,30 @@ def test(data: Path, work: Path, beam: int, alpha: float, venv: Path) -> None:
     print(json.dumps(result))
 
 
+def joey_clock(work: Path) -> dict[int, float]:
+    """Seconds from the start of Joey's training to each update: the step timer's, or, where the run ended before the
+    timer wrote them (it writes at exit), the time stamps of Joey's own log lines (one every 100 updates)."""
+    if (work / "steps.json").is_file():
+        steps = json.loads((work / "steps.json").read_text())
+        return {update: t - steps["t0"] for update, t in enumerate(steps["steps"], start=1)}
+    stamps, start = {}, None
+    for line in (work / "model" / "train.log").read_text(encoding="utf-8").splitlines():
+        when = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp() if line[:4].isdigit() else None
+        if start is None and line.endswith("EPOCH 1"):
+            start = when
+        elif start is not None and (step := re.search(r"Step:\s+(\d+),", line)):
+            stamps[int(step.group(1))] = when - start
+    return stamps
+
+
 def joey_curve(work: Path) -> list[dict]:
-    """Joey's validations: update, dev perplexity and the training time up to it (from the step timer)."""
-    steps = json.loads((work / "steps.json").read_text())
-    start = steps["t0"]
+    """Joey's validations: update, dev perplexity and the training time up to it (validations' own time included)."""
+    clock = joey_clock(work)
     rows = []
     for line in (work / "model" / "validations.txt").read_text().splitlines():
         fields = dict(part.split(": ", 1) for part in line.split("\t") if ": " in part)
         update = int(fields["Steps"])
-        rows.append({"update": update, "dev_ppl": float(fields["ppl"]), "seconds": steps["steps"][update - 1] - start})
+        rows.append({"update": update, "dev_ppl": float(fields["ppl"]), "seconds": clock[update]})
     return rows
 
 
