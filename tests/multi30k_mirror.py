@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from wmt_mirror import REPO, serve_until_signal, url_path
+from wmt_mirror import REPO, add_serve_command, serve_command, url_path
 
 TABLE = REPO / "src" / "rnnmt" / "data" / "source_tables" / "multi30k.yaml"
 DEFAULT_SHARED = REPO.parent / "shared" / "data" / "multi30k"
@@ -66,10 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("out_dir", type=Path)
     b.add_argument("--shared", type=Path, default=DEFAULT_SHARED, help=f"the Multi30k folder (default: {DEFAULT_SHARED})")
     b.add_argument("--lines", type=int, help="cut every file to its first N lines (a slice for quick runs)")
-    s = sub.add_parser("serve", help="serve OUT_DIR until SIGTERM/SIGINT")
-    s.add_argument("out_dir", type=Path)
-    s.add_argument("--port-file", type=Path, required=True, help="written with the base URL once listening")
-    s.add_argument("--port", type=int, default=0, help="0 (default): any free port")
+    add_serve_command(sub)
     return p
 
 
@@ -83,11 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"multi30k_mirror: {exc}", file=sys.stderr)
             return 2
         return 0
-    if not a.out_dir.is_dir():
-        print(f"multi30k_mirror: {a.out_dir} is not a folder; run 'build' first.", file=sys.stderr)
-        return 2
-    serve_until_signal(a.out_dir, a.port, a.port_file, "multi30k_mirror")
-    return 0
+    return serve_command(a, "multi30k_mirror")
 
 
 if __name__ == "__main__":

@@ -460,8 +460,8 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def serve_until_signal(root: Path, port: int, port_file: Path, name: str = "wmt_mirror") -> None:
-    """Serve until SIGTERM or SIGINT, with the base URL in port_file meanwhile (tests/multi30k_mirror.py serves so too)."""
+def _serve_until_signal(root: Path, port: int, port_file: Path, name: str) -> None:
+    """Serve until SIGTERM or SIGINT, with the base URL in port_file meanwhile."""
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -475,6 +475,23 @@ def serve_until_signal(root: Path, port: int, port_file: Path, name: str = "wmt_
             port_file.unlink(missing_ok=True)
 
 
+def add_serve_command(sub: argparse._SubParsersAction) -> None:
+    """The `serve` command of both mirrors' command lines (tests/multi30k_mirror.py has it too)."""
+    s = sub.add_parser("serve", help="serve OUT_DIR until SIGTERM/SIGINT")
+    s.add_argument("out_dir", type=Path)
+    s.add_argument("--port-file", type=Path, required=True, help="written with the base URL once listening")
+    s.add_argument("--port", type=int, default=0, help="0 (default): any free port")
+
+
+def serve_command(a: argparse.Namespace, name: str) -> int:
+    """Run `serve` on a built folder; returns the exit status."""
+    if not a.out_dir.is_dir():
+        print(f"{name}: {a.out_dir} is not a folder; run 'build' first.", file=sys.stderr)
+        return 2
+    _serve_until_signal(a.out_dir, a.port, a.port_file, name)
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -484,10 +501,7 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--shared", type=Path, help=f"real WMT files (default: {DEFAULT_SHARED} if it exists)")
     src.add_argument("--no-shared", action="store_true", help="generate every file")
     b.add_argument("--archives", nargs="+", default=list(SAMPLE_ARCHIVES), choices=list(BUILDERS))
-    s = sub.add_parser("serve", help="serve OUT_DIR until SIGTERM/SIGINT")
-    s.add_argument("out_dir", type=Path)
-    s.add_argument("--port-file", type=Path, required=True, help="written with the base URL once listening")
-    s.add_argument("--port", type=int, default=0, help="0 (default): any free port")
+    add_serve_command(sub)
     return p
 
 
@@ -498,11 +512,7 @@ def main(argv: list[str] | None = None) -> int:
         shared = None if a.no_shared else a.shared or (DEFAULT_SHARED if DEFAULT_SHARED.is_dir() else None)
         print(build_mirror(a.out_dir, shared, a.archives))
         return 0
-    if not a.out_dir.is_dir():
-        print(f"wmt_mirror: {a.out_dir} is not a folder; run 'build' first.", file=sys.stderr)
-        return 2
-    serve_until_signal(a.out_dir, a.port, a.port_file)
-    return 0
+    return serve_command(a, "wmt_mirror")
 
 
 if __name__ == "__main__":
