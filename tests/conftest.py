@@ -18,6 +18,19 @@ torch.set_num_threads(1)
 
 NO_CUDA = "no CUDA device here: the GPU suite (`python -m pytest -m cuda`) runs on a machine with one"
 
+# Whether the long tests may change this machine: install packages with apt-get, start daemons (a test Slurm's
+# munged, slurmctld and slurmd). Only where asked, as CI does (.ci/run); tests/slurm/cluster.sh reads the same variable.
+SYSTEM_CHANGES = "RNNMT_TEST_SYSTEM_CHANGES"
+
+
+def system_changes_allowed() -> bool:
+    return os.environ.get(SYSTEM_CHANGES) == "1"
+
+
+def system_changes_needed(what: str) -> str:
+    """The one skip line of a test that would change this machine: `what` it would need, then how to allow it."""
+    return f"{what}: set {SYSTEM_CHANGES}=1 to allow it"
+
 
 # `-n auto`'s workers (pyproject.toml): two, at most the cores. The default run's tests are single-threaded, so two
 # cores halve its time; the long tests (-m integration) leave a core idle while Slurm schedules their jobs, so a

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SYSTEM_CHANGES, system_changes_needed
 from test_workflow import ROOT, snakemake
 
 pytest.importorskip("snakemake_executor_plugin_slurm", reason="the Slurm executor plugin is in the test extra")
@@ -83,6 +84,18 @@ def filled_profile(tmp_path: Path) -> str:
     return str(tmp_path / "profile")
 
 
+# The shipped profile's settings that hold a CHANGE_ME_* value, as the stop and the dry run's warning name them.
+UNFILLED = (
+    "the Snakemake profile still holds CHANGE_ME_* values (default-resources: slurm_account; default-resources: slurm_partition; "
+    "set-resources: train: slurm_partition; set-resources: translate: slurm_partition; set-resources: alignments: slurm_partition): "
+    "set them for your cluster in the profile (docs/cluster.md)"
+)
+
+
+def rnnmt_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("rnnmt:")]
+
+
 def test_a_run_with_the_profiles_placeholders_stops_before_any_job(tmp_path: Path, monkeypatch):
     """The shipped profile as it is: one line naming each setting to fill in, a non-zero exit and nothing submitted."""
     calls = tmp_path / "calls"
@@ -91,13 +104,17 @@ def test_a_run_with_the_profiles_placeholders_stops_before_any_job(tmp_path: Pat
     monkeypatch.setenv("PATH", f"{stub_path(tmp_path)}{os.pathsep}{os.environ['PATH']}")
     run = snakemake("--workflow-profile", SLURM, "--directory", str(tmp_path / "work"))
     assert run.returncode != 0
-    lines = [line for line in run.stderr.splitlines() if line.startswith("rnnmt:")]
-    assert lines == [
-        "rnnmt: the Snakemake profile still holds CHANGE_ME_* values (default-resources: slurm_account; default-resources: "
-        "slurm_partition; set-resources: train: slurm_partition; set-resources: translate: slurm_partition; set-resources: "
-        "alignments: slurm_partition): set them for your cluster in the profile (docs/cluster.md)."
-    ], run.stderr[-3000:]
+    assert rnnmt_lines(run.stderr) == [f"rnnmt: {UNFILLED}."], run.stderr[-3000:]
     assert not list(calls.glob("sbatch.*"))
+
+
+def test_a_dry_run_with_the_profiles_placeholders_warns_naming_each_and_still_lists_the_jobs(tmp_path: Path):
+    """The dry run, what a user runs first, warns where the run itself would stop; a filled-in profile, no warning."""
+    shipped = snakemake("-n", "--workflow-profile", SLURM, "--directory", str(tmp_path / "work"))
+    assert shipped.returncode == 0 and "rule train:" in shipped.stdout, shipped.stderr[-3000:]
+    assert rnnmt_lines(shipped.stderr) == [f"rnnmt: warning: {UNFILLED}; until then a run stops before its first job."], shipped.stderr[-3000:]
+    filled = snakemake("-n", "--workflow-profile", filled_profile(tmp_path), "--directory", str(tmp_path / "work"))
+    assert filled.returncode == 0 and rnnmt_lines(filled.stderr) == [], filled.stderr[-3000:]
 
 
 def stand_in_work(tmp_path: Path) -> Path:
@@ -189,3 +206,19 @@ def test_snakemake_as_a_slurm_job_runs_from_the_submit_folder_and_submits_every_
     assert "--gpus=1" in submitted["train"] and submitted["train"][submitted["train"].index("-A") + 1] == "testacct"
     missing = subprocess.run(["bash", str(DRIVER)], env={**env, "RNNMT_PROFILE": "no/such/profile"}, capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and missing.stderr.startswith(f"rnnmt: no Snakemake profile at {ROOT}/no/such/profile/config.yaml;")
+
+
+def test_the_test_slurm_cluster_changes_nothing_on_this_machine_unless_allowed(tmp_path: Path):
+    """tests/slurm/cluster.sh start without RNNMT_TEST_SYSTEM_CHANGES: exit 3 (the Slurm tests skip) with one line saying
+    what it would need and how to allow it, before it installs, writes or starts anything."""
+    state = tmp_path / "slurm"
+    env = {**{k: v for k, v in os.environ.items() if k != SYSTEM_CHANGES}, "RNNMT_SLURM_DIR": str(state)}
+    run = subprocess.run(["bash", str(ROOT / "tests" / "slurm" / "cluster.sh"), "start"], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 3 and run.stdout == "", run.stderr
+    assert run.stderr.splitlines() == [
+        system_changes_needed(
+            "cannot run a test Slurm cluster: it needs root, slurm-wlm and munge (installed with apt-get where missing), "
+            "and starts munged, slurmctld and slurmd on this machine"
+        )
+    ]
+    assert not state.exists()

@@ -199,12 +199,38 @@ def test_http_404_is_not_retried(server, tmp_path):
     assert len(server.requests) == 1
 
 
-def test_nothing_listening_names_download_dir(tmp_path):
+def unused_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with pytest.raises(UserError, match=r"offline.*fetch x\.tgz .*download\.dir"):
-        download(f"http://127.0.0.1:{port}/x.tgz", tmp_path / "x.tgz", checksum=None, retries=1, backoff_s=0.001)
+        return s.getsockname()[1]
+
+
+def test_nothing_listening_names_download_dir(tmp_path):
+    with pytest.raises(UserError, match=r"no download\.dir is set; this machine seems offline — fetch x\.tgz elsewhere and give its folder as download\.dir"):
+        download(f"http://127.0.0.1:{unused_port()}/x.tgz", tmp_path / "x.tgz", checksum=None, retries=1, backoff_s=0.001)
+
+
+def test_offline_without_the_archive_in_download_dir_names_the_file_the_folder_and_the_url(tmp_path):
+    """download.dir may hold only some archives; for one it lacks, an offline machine's error says what was looked for where."""
+    supplied, url = tmp_path / "by-hand", f"http://127.0.0.1:{unused_port()}/wmt14/dev.tgz"
+    supplied.mkdir()
+    logged: list[str] = []
+    with pytest.raises(UserError) as error:
+        download(url, tmp_path / "out" / "dev.tgz", checksum=None, offline_dir=supplied, retries=1, backoff_s=0.001, progress=logged.append)
+    looked = f"download.dir {supplied} has no dev.tgz (looked for {supplied / 'dev.tgz'} and {supplied / 'wmt14' / 'dev.tgz'})"
+    assert str(error.value).startswith(f"cannot reach 127.0.0.1 for {url} (")
+    assert str(error.value).endswith(f"after 2 attempts, and {looked}; this machine seems offline — put dev.tgz in {supplied}, or set download.mirror.")
+    assert logged == [f"{looked}; downloading {url}."]
+    assert not (tmp_path / "out" / "dev.tgz").exists()
+
+
+def test_a_download_dir_that_is_not_a_folder_stops_before_the_network(server, tmp_path):
+    server.files["/a.tgz"] = BODY
+    (tmp_path / "a-file").write_bytes(BODY)
+    for offline, what in ((tmp_path / "nowhere", "does not exist"), (tmp_path / "a-file", "is not a folder")):
+        with pytest.raises(UserError, match=f"^download.dir {offline} {what}; expected a folder of archives fetched by hand"):
+            download(server.url("/a.tgz"), tmp_path / "out" / "a.tgz", checksum=None, offline_dir=offline)
+    assert server.requests == [] and not (tmp_path / "out").exists()
 
 
 def test_offline_dir_needs_no_server(tmp_path):

@@ -88,8 +88,19 @@ def test_the_example_plans_every_stage_from_the_files_to_its_table(tmp_path):
             },
             "rnnmt: pairs.xx-en: Moses (sacremoses) has no tokenizer rules for language 'xx'",
         ),
+        (
+            {"scales": {"own-de-en": {"data": {"files": {"my-train": {"de": "data/de-en"}, "my-dev": {"de": "data/dev.de", "en": "data/dev.en"}}}}}},
+            "".join(
+                f"rnnmt: data.files.{where}: {path} {what} (relative paths are read from {{dir}}); expected a text file, optionally gzipped (.gz), or a URL.\n"
+                for where, path, what in (
+                    ("my-train.de", "data/de-en", "is a directory"),
+                    ("my-dev.de", "data/dev.de", "does not exist"),
+                    ("my-dev.en", "data/dev.en", "does not exist"),
+                )
+            ),
+        ),
     ],
-    ids=["missing-file", "language-moses-lacks"],
+    ids=["missing-file", "language-moses-lacks", "a-directory-and-every-missing-file"],
 )
 def test_a_mistake_in_the_files_stops_the_workflow_with_one_line(tmp_path, change, message):
     write_example_files(tmp_path)

@@ -19,6 +19,8 @@ import pytest
 
 from rnnmt.reproducible import PINS, SWITCH
 
+from conftest import system_changes_allowed, system_changes_needed
+
 ROOT = Path(__file__).resolve().parents[1]
 # A system of each kind: GRU + additive attention, Luong with input feeding, Luong without attention on torch's LSTM.
 SYSTEMS = ["rnnsearch", "luong-global-feed", "luong-no-attention"]
@@ -44,8 +46,13 @@ def trained_hash(cpu: dict[str, str], mode: bool, emulator: list[str] = []) -> s
 
 @pytest.fixture(scope="module")
 def qemu() -> str:
-    """QEMU's x86-64 user mode, installed from Debian's packages where missing (as root)."""
+    """QEMU's x86-64 user mode: running it changes nothing on this machine; installing it where missing (Debian's
+    packages, as root) only where the tests may change the machine."""
     found = shutil.which("qemu-x86_64")
+    if found is None and not system_changes_allowed():
+        pytest.skip(
+            system_changes_needed("QEMU's x86-64 user mode (qemu-x86_64) is not here, and the test would install package qemu-user with apt-get as root")
+        )
     if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
         subprocess.run(
             ["apt-get", "install", "-y", "-q", "qemu-user"], capture_output=True, timeout=900, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}

@@ -105,6 +105,13 @@ def test_checksum_override_replaces_published_values(tmp_path):
         sources.load(checksums=str(override))
 
 
+def test_a_checksum_override_that_is_not_a_file_says_what_it_is(tmp_path):
+    with pytest.raises(UserError, match=f"checksum override {tmp_path / 'nowhere.yaml'} does not exist; expected a YAML file"):
+        sources.load(checksums=str(tmp_path / "nowhere.yaml"))
+    with pytest.raises(UserError, match=f"checksum override {tmp_path} is a directory; expected a YAML file"):
+        sources.load(checksums=str(tmp_path))
+
+
 def test_table_by_path_and_missing_table(tmp_path):
     with pytest.raises(UserError, match="neither a table shipped with rnnmt"):
         sources.load(str(tmp_path / "missing.yaml"))
@@ -148,6 +155,25 @@ def test_own_files_become_a_table_of_archives_and_corpora(tmp_path):
 def test_a_mistake_in_own_files_is_one_line(tmp_path, entry, message):
     with pytest.raises(UserError, match=message):
         sources.files_table({"c": entry}, set(), tmp_path)
+
+
+def test_every_unreadable_own_file_is_a_line_of_one_error(tmp_path):
+    """All at once, each as what it is: missing (a path or a file:// URL), or a directory where a file belongs."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.en").write_text("a\n")
+    files = {
+        "a": {"de": "d", "en": "d/a.en"},
+        "b": {"de": "d/b.de", "en": (tmp_path / "d" / "b.en").as_uri(), "sha256": {"de": "a" * 64}},
+        "c": {"de": "https://example.org/c.de", "en": "https://example.org/c.en"},
+    }
+    with pytest.raises(UserError) as error:
+        sources.files_table(files, set(), tmp_path)
+    expected = f"(relative paths are read from {tmp_path}); expected a text file, optionally gzipped (.gz), or a URL."
+    assert str(error.value).splitlines() == [
+        f"data.files.a.de: d is a directory {expected}",
+        f"data.files.b.de: d/b.de does not exist {expected}",
+        f"data.files.b.en: {(tmp_path / 'd' / 'b.en').as_uri()} does not exist {expected}",
+    ]
 
 
 MULTI30K = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"

@@ -47,6 +47,16 @@ def test_unknown_config_key_stops_before_any_job(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize(("folder", "what"), [("nowhere/wmt14", "does not exist"), ("a-file", "is not a folder")])
+def test_a_download_dir_that_is_not_a_folder_stops_before_any_job(tmp_path, folder, what):
+    """Not only where archives download: a folder named by mistake would otherwise show only once the network fails."""
+    (tmp_path / "a-file").write_text("")
+    run = snakemake("-n", "--cores", "1", "--directory", str(tmp_path), "--config", f"download={{dir: {tmp_path / folder}}}")
+    assert run.returncode != 0
+    assert f"rnnmt: download.dir {tmp_path / folder} {what}; expected a folder of archives fetched by hand" in run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "results").exists()
+
+
 def test_a_yaml_syntax_error_in_config_yaml_names_file_and_line(tmp_path):
     import shutil
 

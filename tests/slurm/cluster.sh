@@ -7,6 +7,7 @@
 # logs, spool and two device files that stand in for GPUs. Clients find the cluster through
 # SLURM_CONF=$RNNMT_SLURM_DIR/slurm.conf, and /etc/slurm/slurm.conf is a link to it (see DEFAULT_CONF); a machine
 # with a slurm.conf of its own is left alone. Needs root (the daemons run as root, apt-get installs).
+# `start` changes this machine only where RNNMT_TEST_SYSTEM_CHANGES=1 allows it (CI's .ci/run; tests/conftest.py).
 # Exit status 3 with one line on stderr means this machine cannot run the cluster (the tests skip with that line).
 set -euo pipefail
 
@@ -120,6 +121,8 @@ stale_test_conf() {
 }
 
 start() {
+    [ "${RNNMT_TEST_SYSTEM_CHANGES:-}" = 1 ] \
+        || cannot "it needs root, slurm-wlm and munge (installed with apt-get where missing), and starts munged, slurmctld and slurmd on this machine: set RNNMT_TEST_SYSTEM_CHANGES=1 to allow it"
     [ "$(id -u)" -eq 0 ] || cannot "it needs root (slurmd runs jobs as their user, munged and apt-get need root)"
     if ctld_running "$STATE"; then
         cannot "one is already running in $STATE (tests/slurm/cluster.sh stop)"

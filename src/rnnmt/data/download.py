@@ -102,15 +102,43 @@ def mirror_url(url: str, mirror: str | None) -> str:
     return mirror.rstrip("/") + parts.path + query
 
 
+def check_offline_dir(offline_dir: Path) -> None:
+    """Refuse a download.dir that is not a folder: every archive would otherwise come from the network instead."""
+    if offline_dir.is_dir():
+        return
+    what = "is not a folder" if offline_dir.exists() else "does not exist"
+    relative = "" if offline_dir.is_absolute() else f" (relative paths are read from {Path.cwd()})"
+    raise UserError(f"download.dir {offline_dir} {what}{relative}; expected a folder of archives fetched by hand (by file name or URL path).")
+
+
+def offline_candidates(url: str, offline_dir: Path) -> list[Path]:
+    """Where a folder of downloads may hold the archive for `url`: under its file name, or under its URL path (a mirrored tree)."""
+    path = urllib.parse.urlsplit(url).path.lstrip("/")
+    return list(dict.fromkeys((offline_dir / posixpath.basename(path), offline_dir / path)))
+
+
 def offline_copy(url: str, offline_dir: Path | None) -> Path | None:
-    """The archive for `url` in a folder of downloads: under its file name, or under its URL path (a mirrored tree)."""
+    """The archive for `url` in a folder of downloads, if it is there."""
     if offline_dir is None:
         return None
-    path = urllib.parse.urlsplit(url).path.lstrip("/")
-    for candidate in (Path(offline_dir) / posixpath.basename(path), Path(offline_dir) / path):
-        if candidate.is_file():
-            return candidate
-    return None
+    return next((candidate for candidate in offline_candidates(url, Path(offline_dir)) if candidate.is_file()), None)
+
+
+@dataclass(frozen=True)
+class ByHand:
+    """Where an archive was looked for before the network (`looked`), and how to supply it without one (`remedy`)."""
+
+    looked: str
+    remedy: str
+
+
+def _by_hand(url: str, offline_dir: Path | None) -> ByHand:
+    """What a failed download's error says about download.dir: the folder and paths searched, or that none is set."""
+    name = posixpath.basename(urllib.parse.urlsplit(url).path)
+    if offline_dir is None:
+        return ByHand("no download.dir is set", f"fetch {name} elsewhere and give its folder as download.dir")
+    looked = " and ".join(map(str, offline_candidates(url, Path(offline_dir))))
+    return ByHand(f"download.dir {offline_dir} has no {name} (looked for {looked})", f"put {name} in {offline_dir}")
 
 
 def partial_path(dest: Path) -> Path:
@@ -242,28 +270,28 @@ def _unreachable(err: urllib.error.URLError) -> bool:
     return isinstance(reason, OSError) and reason.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH)
 
 
-def _gave_up(url: str, dest: Path, attempts: int, err: BaseException) -> UserError:
+def _gave_up(url: str, dest: Path, attempts: int, err: BaseException, hand: ByHand) -> UserError:
     """The error for a download that failed on every attempt."""
     if isinstance(err, urllib.error.URLError) and _unreachable(err):
         host = urllib.parse.urlsplit(url).hostname
         return UserError(
-            f"cannot reach {host} for {url} ({err.reason}) after {attempts} attempts; this machine seems offline — "
-            f"fetch {dest.name} elsewhere and put it in download.dir, or set download.mirror."
+            f"cannot reach {host} for {url} ({err.reason}) after {attempts} attempts, and {hand.looked}; "
+            f"this machine seems offline — {hand.remedy}, or set download.mirror."
         )
     kept = partial_path(dest)
     return UserError(
-        f"downloading {url} failed {attempts} times (last: {err}); the bytes so far are kept in {kept} — "
-        f"run again to resume, or put {dest.name} in download.dir."
+        f"downloading {url} failed {attempts} times (last: {err}), and {hand.looked}; the bytes so far are kept in {kept} — "
+        f"run again to resume, or {hand.remedy}."
     )
 
 
-def _refused(url: str, dest: Path, code: int) -> UserError:
+def _refused(url: str, code: int, hand: ByHand) -> UserError:
     """The error for an HTTP answer that a retry cannot change."""
-    return UserError(f"{url} answered HTTP {code}; the archive is not available there — check download.mirror or put {dest.name} in download.dir.")
+    return UserError(f"{url} answered HTTP {code} (the archive is not available there), and {hand.looked}; check download.mirror or {hand.remedy}.")
 
 
-def _fetch(url: str, dest: Path, *, size: int | None, retries: int, backoff_s: float, timeout_s: float, progress: Progress | None) -> None:
-    """Download `url` into the partial file of `dest`, resuming after dropped connections."""
+def _fetch(url: str, dest: Path, hand: ByHand, *, size: int | None, retries: int, backoff_s: float, timeout_s: float, progress: Progress | None) -> None:
+    """Download `url` into the partial file of `dest`, resuming after dropped connections; `hand`: for the error if it fails."""
     part = partial_path(dest)
     last: BaseException | None = None
     for attempt in range(retries + 1):
@@ -272,13 +300,13 @@ def _fetch(url: str, dest: Path, *, size: int | None, retries: int, backoff_s: f
             return
         except urllib.error.HTTPError as err:
             if err.code < 500 and err.code != 429:
-                raise _refused(url, dest, err.code) from None
+                raise _refused(url, err.code, hand) from None
             last = err
         except TRANSIENT as err:
             last = err
         if attempt < retries:
             time.sleep(backoff_s * 2**attempt)
-    raise _gave_up(url, dest, retries + 1, last) from last
+    raise _gave_up(url, dest, retries + 1, last, hand) from last
 
 
 def _finish_partial(url: str, dest: Path, checksum: Checksum | None, size: int | None) -> str:
@@ -343,6 +371,8 @@ def download(
     """
     started = time.monotonic()
     dest = Path(dest)
+    if offline_dir is not None:
+        check_offline_dir(Path(offline_dir))
     if dest.exists():
         source, sha256 = "already_present", _check_present(dest, checksum)
     elif (supplied := local_file(url)) is not None:
@@ -352,8 +382,10 @@ def download(
     else:
         dest.parent.mkdir(parents=True, exist_ok=True)
         _check_disk(dest, size)
-        fetched_from = mirror_url(url, mirror)
-        _fetch(fetched_from, dest, size=size, retries=retries, backoff_s=backoff_s, timeout_s=timeout_s, progress=progress)
+        fetched_from, hand = mirror_url(url, mirror), _by_hand(url, offline_dir)
+        if offline_dir is not None and progress is not None:
+            progress(f"{hand.looked}; downloading {fetched_from}.")
+        _fetch(fetched_from, dest, hand, size=size, retries=retries, backoff_s=backoff_s, timeout_s=timeout_s, progress=progress)
         source, sha256 = "download", _finish_partial(url, dest, checksum, size)
     if checksum is None and progress is not None:
         progress(f"{dest.name}: no published checksum exists; recorded the computed sha256 {sha256}.")

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from rnnmt.data.download import Checksum
+from rnnmt.data.download import Checksum, local_file
 from rnnmt.errors import UserError
 
 SPLITS = ("train", "indomain", "dev", "test")
@@ -41,6 +41,11 @@ class Corpus:
 
 
 def _read_yaml(path: Path, what: str) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        found = "is a directory" if path.is_dir() else "does not exist" if not path.exists() else "is not a regular file"
+        relative = "" if path.is_absolute() else f" (relative paths are read from {Path.cwd()})"
+        raise UserError(f"{what} {path} {found}{relative}; expected a YAML file.")
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -110,22 +115,27 @@ FILE_OPTIONS = ("sha256", "tokenized")
 _URL = re.compile(r"^(https?|ftp|file)://", re.IGNORECASE)
 
 
-def _location(value: str, base: Path, where: str) -> str:
-    """A URL as given, or a local path (relative to `base`) as a file:// URL; UserError where the file is missing."""
-    if _URL.match(value):
-        return value
-    path = (base / value).resolve()
-    if not path.is_file():
-        raise UserError(f"{where}: {value} does not exist (relative paths are read from {base}); expected a text file, optionally gzipped (.gz), or a URL.")
-    return path.as_uri()
+def _location(value: str, base: Path) -> str:
+    """A URL as given, or a local path (relative to `base`) as a file:// URL."""
+    return value if _URL.match(value) else (base / value).resolve().as_uri()
+
+
+def _unreadable(location: str, value: str, base: Path, where: str) -> str | None:
+    """Why the local file (a path or a file:// URL) of `location` cannot be read, as one line; None if it can, or for a download."""
+    path = local_file(location)
+    if path is None or path.is_file():
+        return None
+    what = "does not exist" if not path.exists() else "is a directory" if path.is_dir() else "is not a regular file"
+    return f"{where}: {value} {what} (relative paths are read from {base}); expected a text file, optionally gzipped (.gz), or a URL."
 
 
 def files_table(files: dict[str, dict[str, Any]], heldout: set[str], base: Path) -> dict[str, Any]:
     """A sources table of a scale's own corpora (`data.files`): each language's file (a path or a URL) is one
     archive, downloaded or linked to results/data/archives/CORPUS.LANG[.gz]; the corpora in `heldout` (dev and
-    test) refuse invalid UTF-8 instead of repairing it."""
+    test) refuse invalid UTF-8 instead of repairing it. Every local file that cannot be read is a line of one UserError."""
     archives: dict[str, Any] = {}
     corpora: dict[str, Any] = {}
+    unreadable: list[str] = []
     for name, entry in files.items():
         where = f"data.files.{name}"
         langs = [key for key in entry if key not in FILE_OPTIONS]
@@ -136,11 +146,16 @@ def files_table(files: dict[str, dict[str, Any]], heldout: set[str], base: Path)
             raise UserError(f"{where}.sha256: {', '.join(unknown)} is not one of the corpus's languages ({', '.join(langs)}).")
         sides = {}
         for lang in langs:
-            key, location = f"{name}.{lang}", _location(str(entry[lang]), base, f"{where}.{lang}")
+            key, location = f"{name}.{lang}", _location(str(entry[lang]), base)
+            if (problem := _unreadable(location, str(entry[lang]), base, f"{where}.{lang}")) is not None:
+                unreadable.append(problem)
             suffix = ".gz" if urllib.parse.urlsplit(location).path.endswith(".gz") else ""
             archives[key] = {"url": location, "file": key + suffix, **({"sha256": sha256[lang]} if lang in sha256 else {})}
             sides[lang] = {"file": key}
         corpora[name] = {"pairs": {"-".join(langs): sides}, "kind": "heldout" if name in heldout else "train", "tokenized": entry.get("tokenized", False)}
+    if unreadable:
+        # All at once, a line each: named one a run, six missing files would take six runs to find.
+        raise UserError("\n".join(unreadable))
     return {"what": "data.files", "archives": archives, "corpora": corpora, "sets": {}, "preselected": {}}
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from rnnmt import config as cfg
 from rnnmt.data import sources
+from rnnmt.data.download import check_offline_dir
 from rnnmt.errors import UserError
 from rnnmt.evaluate.figures import figure_kind
 from rnnmt.text.tokenize import check_language
@@ -56,7 +57,10 @@ def one_of(names: list[str]) -> str:
 
 def sources_table(config: dict[str, Any]) -> dict[str, Any]:
     """The archives and corpora the active scale draws from: a table shipped with rnnmt (WMT'14, Multi30k) or
-    download.sources, the scale's own files, or none (the demo generates its corpus)."""
+    download.sources, the scale's own files, or none (the demo generates its corpus). download.dir must be a folder."""
+    if config["download"]["dir"] is not None:
+        # At every scale, before any job: a wrong folder would otherwise show only once the network fails, or not at all.
+        check_offline_dir(Path(config["download"]["dir"]))
     scale = cfg.active_scale(config)
     source = scale["data"]["source"]
     if source == "synthetic":

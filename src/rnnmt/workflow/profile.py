@@ -1,5 +1,6 @@
 """What a Snakemake profile must not keep as shipped: the Slurm profile's `CHANGE_ME_*` placeholders
-(workflow/profiles/slurm/config.yaml). A run that would submit jobs with one stops before it starts (common.smk)."""
+(workflow/profiles/slurm/config.yaml). A run that would submit jobs with one stops before it starts, and a dry run
+warns (common.smk)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,15 @@ def placeholders(default_resources: Mapping[str, object] | None, set_resources: 
     return found
 
 
+def _unfilled(found: list[str]) -> str:
+    return f"the Snakemake profile still holds {PLACEHOLDER}_* values ({'; '.join(found)}): set them for your cluster in the profile (docs/cluster.md)"
+
+
 def placeholder_problem(found: list[str]) -> str:
     """One sentence for a run whose profile keeps placeholders."""
-    return f"the Snakemake profile still holds {PLACEHOLDER}_* values ({'; '.join(found)}): set them for your cluster in the profile (docs/cluster.md)."
+    return f"{_unfilled(found)}."
+
+
+def placeholder_warning(found: list[str]) -> str:
+    """One sentence for a dry run (what a user runs first) whose profile keeps placeholders: the run itself would stop."""
+    return f"warning: {_unfilled(found)}; until then a run stops before its first job."
