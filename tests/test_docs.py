@@ -73,3 +73,39 @@ def test_the_citation_names_the_packages_version():
     import rnnmt
 
     assert str(yaml.safe_load((ROOT / "CITATION.cff").read_text())["version"]) == rnnmt.__version__
+
+
+MEASUREMENTS = ROOT / "docs" / "measurements.md"
+# A figure with its unit, or a range of two ("337–463 s"), and a date: what a README passage quotes from a page.
+NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
+FIGURE = re.compile(rf"({NUMBER})(?:–({NUMBER}))? ?(?:s|minutes|hours|GPU-hours)\b")
+DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+
+
+def passages(text: str) -> list[str]:
+    """A Markdown text's paragraphs and list items, each joined into one line."""
+    blocks = re.split(r"\n\s*\n|\n(?=- )", text)
+    return [" ".join(block.split()) for block in blocks if block.strip()]
+
+
+def quoted_figures(passage: str) -> set[str]:
+    """The figures with a unit and the dates a passage states."""
+    numbers = {n for pair in FIGURE.findall(passage) for n in pair if n}
+    return numbers | set(DATE.findall(passage))
+
+
+def test_the_figure_finder_sees_ranges_units_and_dates():
+    """The checker itself: ranges give both ends, bare numbers without a unit are not figures."""
+    found = quoted_figures("337–463 s in nine runs on 2026-11-29, 1,034 s, 52.4 GPU-hours, 23 systems, 7 minutes")
+    assert found == {"337", "463", "1,034", "52.4", "7", "2026-11-29"}
+
+
+def test_the_readmes_measured_figures_are_the_measurements_pages():
+    """Each README passage that cites docs/measurements.md quotes only figures and dates that page states."""
+    page = MEASUREMENTS.read_text(encoding="utf-8")
+    stated = set(re.findall(NUMBER, page)) | set(DATE.findall(page))
+    citing = [p for p in passages((ROOT / "README.md").read_text(encoding="utf-8")) if "docs/measurements.md" in p]
+    assert citing, "no README passage cites docs/measurements.md"
+    for passage in citing:
+        missing = quoted_figures(passage) - stated
+        assert not missing, f"README quotes {sorted(missing)} beside a link to docs/measurements.md, which does not state them: {passage[:120]}"
