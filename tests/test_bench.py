@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -234,8 +236,92 @@ def test_translate_bench_decodes_with_the_decode_file_and_the_flags(tmp_path):
 
 
 def test_translate_bench_names_the_options_it_lacks(capsys):
-    assert main(["bench", "translate", "--device", "cpu"]) == 2
-    assert capsys.readouterr().err == "rnnmt bench: error: rnnmt bench translate needs --model, --input.\n"
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "translate", "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.endswith("\nrnnmt bench translate: error: the following arguments are required: --model, --input\n")
+
+
+def test_train_bench_names_the_files_it_lacks_without_a_paper_shape(capsys):
+    assert main(["bench", "train", "--system", "s.json", "--device", "cpu"]) == 2
+    assert capsys.readouterr().err == "rnnmt bench: error: rnnmt bench train needs --data, --src-vocab, --tgt-vocab (or --paper-shape).\n"
+
+
+# Every option of each mode besides --threads (all) and --device, --gpu-lock-dir and --output (all but corpus).
+MODE_OPTIONS = {
+    "train": "--paper-shape --config --system --data --src-vocab --tgt-vocab --steps --precision --recurrence --sync --deterministic --graph --settings-for",
+    "paper": "--config --scale --only --concurrent --seconds --steps --precision --recurrence --sync --deterministic --graph",
+    "precision": "--paper-shape --config --system --data --src-vocab --tgt-vocab --valid --steps --valid-every --settle --out-dir "
+    "--recurrence --sync --deterministic --graph",
+    "batches": "--paper-shape --config --data --pairs --steps",
+    "corpus": "--paper-shape --config --out-dir --pairs --dev-pairs --updates",
+    "translate": "--model --input --steps --batch-size --decode --beam --normalize --constant-beam --min-ratio --max-ratio --stack",
+    "select": "--src --tgt --indomain-src --indomain-tgt --order --chunk-lines",
+}
+
+
+def help_of(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--help"])
+    assert exit_.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_bench_help_lists_each_mode_on_a_line_and_no_options(capsys):
+    """`rnnmt bench --help`: the modes, one line each; their options are under `rnnmt bench MODE --help`."""
+    out = help_of(["bench"], capsys)
+    assert re.findall(r"^    (\w+)", out, re.MULTILINE) == list(MODE_OPTIONS)
+    assert re.findall(r"^  (--[a-z-]+)", out, re.MULTILINE) == []
+
+
+@pytest.mark.parametrize("mode", MODE_OPTIONS)
+def test_each_modes_help_lists_its_own_options_and_no_other_modes(mode, capsys):
+    """The modes once shared one list of 45 options, most of them meaningless to any one mode."""
+    listed = re.findall(r"^  (--[a-z-]+)", help_of(["bench", mode], capsys), re.MULTILINE)
+    run = ["--device", "--gpu-lock-dir", "--output"] if mode != "corpus" else []
+    assert sorted(listed) == sorted([*MODE_OPTIONS[mode].split(), *run, "--threads"])
+
+
+@pytest.mark.parametrize(
+    "argv, refused",
+    [
+        ("select --src p.en --tgt p.fr --indomain-src n.en --indomain-tgt n.fr --steps 5", "--steps 5"),
+        ("corpus --paper-shape rnnsearch-50 --out-dir c --device cpu", "--device cpu"),  # it writes files, measures nothing
+        ("precision --system s --data t --valid d --src-vocab v --tgt-vocab v --out-dir o --precision bfloat16", "--precision bfloat16"),  # it trains in both
+    ],
+)
+def test_an_option_of_another_mode_is_refused_under_the_modes_usage(argv, refused, capsys):
+    mode = argv.split()[0]
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", *argv.split()])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith(f"usage: rnnmt bench {mode} ")
+    assert err.endswith(f"\nrnnmt bench {mode}: error: unrecognized arguments: {refused}\n")
+
+
+def documented_bench_commands() -> list[list[str]]:
+    """The `rnnmt bench` commands of README.md and docs/: each code-block line, and each inline one with options and
+    nothing elided ("...")."""
+    found = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = doc.read_text().replace("\\\n", " ")
+        found += re.findall(r"^\s*(rnnmt bench [^`\n]*)$", text, re.MULTILINE)
+        found += [span for span in re.findall(r"`(rnnmt bench [^`]*)`", text) if "--" in span and "..." not in span]
+    return [shlex.split(command, comments=True)[1:] for command in found]
+
+
+def test_the_documented_bench_commands_parse():
+    """What the README and docs tell a reader to run still parses, each as the mode it names (scripts/gpu_check.py's
+    commands are parsed by its dry run, tests/test_gpu_check.py)."""
+    from rnnmt.cli import build_parser
+
+    commands = documented_bench_commands()
+    assert {argv[1] for argv in commands} >= {"train", "paper", "precision", "translate", "select"}
+    for argv in commands:
+        try:
+            assert build_parser().parse_args(argv).mode == argv[1]
+        except SystemExit:
+            pytest.fail(f"rnnmt {shlex.join(argv)} does not parse")
 
 
 def test_settings_for_cuda_count_a_gpus_update_on_a_cpu(tiny_paper_config, tmp_path, monkeypatch):

@@ -14,13 +14,29 @@ from rnnmt.cli import main
 def test_help_of_rnnmt_and_of_every_subcommand_prints(capsys):
     """`rnnmt --help` is the first command a new user types (it crashed on a literal "95%")."""
     from rnnmt.cli import COMMANDS
+    from rnnmt.cli.arguments import Modes
 
-    for argv in (["--help"], *([name, "--help"] for name in COMMANDS)):
+    modes = [[c.name, mode.name] for c in COMMANDS.values() if isinstance(c, Modes) for mode in c.modes]
+    for names in ([], *([name] for name in COMMANDS), *modes):
         with pytest.raises(SystemExit) as exit_:
-            main(argv)
+            main([*names, "--help"])
         out = capsys.readouterr().out
-        assert exit_.value.code == 0 and out.startswith("usage: rnnmt"), argv
-    assert len(COMMANDS) > 30
+        assert exit_.value.code == 0 and out.startswith(" ".join(["usage: rnnmt", *names])), names
+    assert len(COMMANDS) > 30 and len(modes) > 5
+
+
+def test_version_is_one_line_of_rnnmts_torchs_and_pythons(capsys):
+    """rnnmt's from its one home, rnnmt.__version__ (pyproject.toml reads it too); torch's and Python's for a bug report."""
+    import platform
+
+    import torch
+
+    from rnnmt import __version__
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"rnnmt {__version__} (torch {torch.__version__}, Python {platform.python_version()})\n"
 
 
 def test_mismatched_parallel_files_name_both_files_and_counts(tmp_path: Path, capsys):

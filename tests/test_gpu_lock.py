@@ -282,14 +282,14 @@ def test_two_users_share_one_gpu_lock():
         shutil.rmtree(shared)
 
 
-@pytest.mark.parametrize("command", ["train", "translate", "bench"])
+@pytest.mark.parametrize("command", ["train", "translate", "bench train"])
 def test_the_lock_directory_default_in_the_help_is_the_codes(command, capsys):
     """--gpu-lock-dir's help names the variable and the directory gpu_lock.lock_dir falls back to."""
     from rnnmt.cli import main
     from rnnmt.gpu_lock import DEFAULT_LOCK_DIR, LOCK_DIR_ENV, lock_dir
 
     with pytest.raises(SystemExit):
-        main([command, "--help"])
+        main([*command.split(), "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert f"(default: ${LOCK_DIR_ENV}, else {DEFAULT_LOCK_DIR})" in help_text
     assert lock_dir() == DEFAULT_LOCK_DIR or LOCK_DIR_ENV in os.environ

@@ -1,4 +1,4 @@
-"""`rnnmt bench train|paper|batches|corpus|translate|select`: throughput figures as JSON, for comparing commits (never
+"""`rnnmt bench train|paper|precision|batches|corpus|translate|select`: throughput figures as JSON, for comparing commits (never
 asserted); `corpus` writes a paper-size corpus for timing a real `rnnmt train`."""
 
 from __future__ import annotations

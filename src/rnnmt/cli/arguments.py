@@ -28,6 +28,17 @@ class Command:
     torch: bool = True
 
 
+@dataclass(frozen=True)
+class Modes:
+    """An `rnnmt` subcommand whose first argument names its mode (`rnnmt bench MODE`, args.mode): one Command per mode,
+    so that each mode's help lists its own options and the parser refuses another mode's; `torch` as in Command."""
+
+    name: str
+    help: str
+    modes: list[Command]
+    torch: bool = True
+
+
 def positive(text: str) -> int:
     """An argparse type: an integer of at least 1."""
     value = int(text)
