@@ -12,8 +12,8 @@ import pytest
 import torch
 import yaml
 
-from rnnmt import bench
-from rnnmt.bench import synthetic_data
+from rnnmt.bench import kernel_count, paper
+from rnnmt.bench.paper_shape import _paper_shape, synthetic_data
 from rnnmt.cli import main
 from rnnmt.errors import UserError
 from rnnmt.train.setup import Setup
@@ -139,13 +139,13 @@ def test_projected_hours_add_the_capture_cost_of_every_possible_shape(tiny_paper
 
 
 def outermost_kernels(work) -> int:
-    """bench.kernels summed over the outermost operator calls of `work()`."""
+    """kernel_count.kernels summed over the outermost operator calls of `work()`."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         work()
     events = [e for e in prof.events() if e.name.startswith("aten::")]
-    return sum(bench.kernels(e) for e in events if not any(a in events for a in bench._ancestors(e)))
+    return sum(kernel_count.kernels(e) for e in events if not any(a in events for a in kernel_count._ancestors(e)))
 
 
 @pytest.mark.parametrize(
@@ -171,14 +171,14 @@ def test_the_softmax_is_counted_as_one_block_as_on_a_gpu(tiny_paper_config, tmp_
     from rnnmt.train import nll
     from rnnmt.train.loop import Trainer
 
-    shape = bench._paper_shape(tiny_paper_config, "rnnsearch-50")
+    shape = _paper_shape(tiny_paper_config, "rnnsearch-50")
     system = {**shape["system"], "train": {**shape["system"]["train"], "graph": "static"}}
     counts = []
     for floats in (2**18, 64):
         monkeypatch.setattr(nll, "CACHE_FLOATS", floats)
         trainer = Trainer(system, shape["data"], {}, shape["vocab"], shape["vocab"], tmp_path, torch.device("cpu"), {})
         trainer.step(0)
-        counts.append(bench.kernels_per_update(trainer, 1)["kernels"])
+        counts.append(kernel_count.kernels_per_update(trainer, 1)["kernels"])
     assert counts[0] == counts[1] > 0
 
 
@@ -301,12 +301,12 @@ def test_an_option_of_another_mode_is_refused_under_the_modes_usage(argv, refuse
 
 def documented_bench_commands() -> list[list[str]]:
     """The `rnnmt bench` commands of README.md and docs/: each code-block line, and each inline one with options and
-    nothing elided ("...")."""
+    nothing elided ("...") or left to fill in (MODE)."""
     found = []
     for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         text = doc.read_text().replace("\\\n", " ")
         found += re.findall(r"^\s*(rnnmt bench [^`\n]*)$", text, re.MULTILINE)
-        found += [span for span in re.findall(r"`(rnnmt bench [^`]*)`", text) if "--" in span and "..." not in span]
+        found += [span for span in re.findall(r"`(rnnmt bench [^`]*)`", text) if "--" in span and "..." not in span and "MODE" not in span]
     return [shlex.split(command, comments=True)[1:] for command in found]
 
 
@@ -406,27 +406,27 @@ def test_bench_paper_on_a_cpu_counts_the_kernels_of_each_systems_gpu_update(tiny
 
 def test_bench_paper_names_an_unknown_scale(tiny_paper_config):
     with pytest.raises(UserError, match=r"--scale huge: .* has no such scale \(known: demo, multi30k, paper, sample\)\."):
-        bench.bench_paper(torch.device("cpu"), config=tiny_paper_config, scale="huge", steps=1, overrides={})
+        paper.bench_paper(torch.device("cpu"), config=tiny_paper_config, scale="huge", steps=1, overrides={})
 
 
 @pytest.mark.parametrize("hours, expected", [([20.0, 10.0, 10.0, 4.0], (2, 24.0)), ([5.0, 5.0], (1, 10.0)), ([30.0, 1.0], (None, 30.0)), ([], (0, 0.0))])
 def test_gpus_for_one_day_packs_the_longest_jobs_first(hours, expected):
-    assert bench.gpus_for(hours, 24.0) == expected
+    assert paper.gpus_for(hours, 24.0) == expected
 
 
 def test_bench_paper_keeps_the_rows_it_measured_when_a_system_fails(tiny_paper_config, tmp_path, monkeypatch):
     """A run stopped part-way (a crash, a time limit) leaves the rows so far, marked incomplete."""
-    measured = bench.bench_train
+    measured = paper.bench_train
 
     def second_fails(device, **kwargs):
         if kwargs["paper_shape"] == "luong-base":
             raise RuntimeError("CUDA error: out of memory")
         return measured(device, **kwargs)
 
-    monkeypatch.setattr(bench, "bench_train", second_fails)
+    monkeypatch.setattr(paper, "bench_train", second_fails)
     out = tmp_path / "paper.json"
     with pytest.raises(RuntimeError, match="out of memory"):
-        bench.bench_paper(torch.device("cpu"), config=tiny_paper_config, scale="paper", steps=1, overrides={}, systems=["rnnsearch-30", "luong-base"], keep=out)
+        paper.bench_paper(torch.device("cpu"), config=tiny_paper_config, scale="paper", steps=1, overrides={}, systems=["rnnsearch-30", "luong-base"], keep=out)
     kept = json.loads(out.read_text())
     assert kept["complete"] is False and [row["system"] for row in kept["systems"]] == ["rnnsearch-30"]
 

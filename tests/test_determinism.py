@@ -99,7 +99,7 @@ def test_a_tiny_system_trained_twice_on_a_gpu_writes_identical_parameters(tiny_c
 
 def paper_shape_trainer(name: str, out_dir: Path, updates: int) -> Trainer:
     """A paper system at its paper shape on random batches (`rnnmt bench train --paper-shape`'s), default settings."""
-    from rnnmt.bench import _paper_shape
+    from rnnmt.bench.paper_shape import _paper_shape
 
     shape = _paper_shape(ROOT / "config.yaml", name)
     system = {**shape["system"], "train": {**shape["system"]["train"], "updates": updates, "valid_every": 10**6, "log_every": 10, "checkpoint_every": 10**6}}

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from rnnmt.bench.paper_shape import paper_system
 from rnnmt.errors import UserError
 from rnnmt.evaluate.plots import plot_learning_curves
 from rnnmt.evaluate.tables import write_table
@@ -90,3 +91,41 @@ def compare(
         "table": str(out_dir / "precision.md"),
         "figure": str(out_dir / "precision.png"),
     }
+
+
+def bench_precision(
+    device: torch.device,
+    *,
+    paper_shape: str | None,
+    config: Path,
+    system_path: Path | None,
+    data_path: Path,
+    valid_path: Path,
+    src_vocab: Path,
+    tgt_vocab: Path,
+    steps: int,
+    valid_every: int,
+    settle: int,
+    out_dir: Path,
+    overrides: dict[str, str],
+) -> dict[str, Any]:
+    """System `paper_shape` at its paper settings (or the system at `system_path`) trained on the given data in float32
+    and in bfloat16 (`compare`): the dev-NLL curves, their table and figure under `out_dir`."""
+    from rnnmt.train.run import load_data, read_system
+
+    system = paper_system(config, paper_shape)[1] if paper_shape else read_system(system_path)
+    system = {**system, "train": {**system["train"], **overrides}}
+    source, target = Vocab.load(src_vocab), Vocab.load(tgt_vocab)
+    data: ParallelData = load_data(data_path, source, target)
+    return compare(
+        device,
+        system=system,
+        data=data,
+        dev=load_data(valid_path, source, target),
+        src_vocab=source,
+        tgt_vocab=target,
+        updates=steps,
+        valid_every=valid_every,
+        settle=settle,
+        out_dir=out_dir,
+    )

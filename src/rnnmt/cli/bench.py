@@ -57,7 +57,7 @@ def overrides(a: argparse.Namespace) -> dict[str, str]:
 
 def measured(a: argparse.Namespace, measure: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
     """`measure` (a function of rnnmt.bench with the mode's options bound; it takes the device) on --device."""
-    from rnnmt.bench import benchmark
+    from rnnmt.bench.measure import benchmark
 
     return benchmark(a.mode, measure, device=a.device, gpu_lock_dir=a.gpu_lock_dir, output=a.output)
 
@@ -79,13 +79,13 @@ def args_train(p: argparse.ArgumentParser) -> None:
 
 
 def run_train(a: argparse.Namespace) -> None:
-    from rnnmt import bench
+    from rnnmt.bench.training import bench_train
 
     missing = [] if a.paper_shape else [f"--{name.replace('_', '-')}" for name in ("system", "data", "src_vocab", "tgt_vocab") if getattr(a, name) is None]
     if missing:
         raise UserError(f"rnnmt bench train needs {', '.join(missing)} (or --paper-shape).")
     measure = partial(
-        bench.bench_train,
+        bench_train,
         steps=a.steps,
         paper_shape=a.paper_shape,
         config=a.config,
@@ -116,15 +116,16 @@ def args_paper(p: argparse.ArgumentParser) -> None:
 
 
 def run_paper(a: argparse.Namespace) -> None:
-    from rnnmt import bench
+    from rnnmt.bench.paper import bench_paper, paper_table
+    from rnnmt.bench.shared_gpu import bench_concurrent
 
     if not a.concurrent:
-        measure = partial(bench.bench_paper, config=a.config, scale=a.scale, steps=a.steps, overrides=overrides(a), systems=a.only, keep=a.output)
-        print(bench.paper_table(measured(a, measure)), end="")
+        measure = partial(bench_paper, config=a.config, scale=a.scale, steps=a.steps, overrides=overrides(a), systems=a.only, keep=a.output)
+        print(paper_table(measured(a, measure)), end="")
         return
     if not a.only:
         raise UserError("rnnmt bench paper --concurrent needs --only SYSTEM [SYSTEM ...]: the systems the processes train.")
-    measure = partial(bench.bench_concurrent, config=a.config, systems=a.only, processes=a.concurrent, steps=a.steps, seconds=a.seconds, overrides=overrides(a))
+    measure = partial(bench_concurrent, config=a.config, systems=a.only, processes=a.concurrent, steps=a.steps, seconds=a.seconds, overrides=overrides(a))
     print_json(measured(a, measure))
 
 
@@ -142,12 +143,12 @@ def args_precision(p: argparse.ArgumentParser) -> None:
 
 
 def run_precision(a: argparse.Namespace) -> None:
-    from rnnmt import bench
+    from rnnmt.bench.precision import bench_precision
 
     if not (a.paper_shape or a.system):
         raise UserError("rnnmt bench precision needs --paper-shape or --system.")
     measure = partial(
-        bench.bench_precision,
+        bench_precision,
         paper_shape=a.paper_shape,
         config=a.config,
         system_path=a.system,
@@ -173,9 +174,9 @@ def args_batches(p: argparse.ArgumentParser) -> None:
 
 
 def run_batches(a: argparse.Namespace) -> None:
-    from rnnmt import bench
+    from rnnmt.bench.batching import bench_batches
 
-    print_json(measured(a, partial(bench.bench_batches, paper_shape=a.paper_shape, config=a.config, pairs=a.pairs, data_path=a.data, steps=a.steps)))
+    print_json(measured(a, partial(bench_batches, paper_shape=a.paper_shape, config=a.config, pairs=a.pairs, data_path=a.data, steps=a.steps)))
 
 
 def args_corpus(p: argparse.ArgumentParser) -> None:
@@ -187,7 +188,7 @@ def args_corpus(p: argparse.ArgumentParser) -> None:
 
 
 def run_corpus(a: argparse.Namespace) -> None:
-    from rnnmt.bench import write_paper_corpus
+    from rnnmt.bench.corpus import write_paper_corpus
 
     print_json(write_paper_corpus(paper_shape=a.paper_shape, config=a.config, out_dir=a.out_dir, pairs=a.pairs, dev_pairs=a.dev_pairs, updates=a.updates))
 
@@ -202,9 +203,9 @@ def args_translate(p: argparse.ArgumentParser) -> None:
 
 
 def run_translate(a: argparse.Namespace) -> None:
-    from rnnmt import bench
+    from rnnmt.bench.translation import bench_translate
 
-    measure = partial(bench.bench_translate, model=a.model, source=a.input, steps=a.steps, batch_size=a.batch_size, settings=decode_settings(a))
+    measure = partial(bench_translate, model=a.model, source=a.input, steps=a.steps, batch_size=a.batch_size, settings=decode_settings(a))
     print_json(measured(a, measure))
 
 
@@ -219,11 +220,9 @@ def args_select(p: argparse.ArgumentParser) -> None:
 
 
 def run_select(a: argparse.Namespace) -> None:
-    from rnnmt import bench
+    from rnnmt.bench.selection import bench_select
 
-    measure = partial(
-        bench.bench_select, src=a.src, tgt=a.tgt, indomain_src=a.indomain_src, indomain_tgt=a.indomain_tgt, order=a.order, chunk_lines=a.chunk_lines
-    )
+    measure = partial(bench_select, src=a.src, tgt=a.tgt, indomain_src=a.indomain_src, indomain_tgt=a.indomain_tgt, order=a.order, chunk_lines=a.chunk_lines)
     print_json(measured(a, measure))
 
 

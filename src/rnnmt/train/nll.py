@@ -35,7 +35,7 @@ class Workspace:
         self.buffer: Tensor | None = None
         self.fixed = False
         # On a CPU the softmax goes through cache-sized blocks of rows; off, it takes all rows at once, as on
-        # a GPU (bench.kernels_per_update counts a GPU's kernels on a CPU so).
+        # a GPU (bench.kernel_count.kernels_per_update counts a GPU's kernels on a CPU so).
         self.blocked = True
         self.kernels = False  # the softmax as one stage (kernel_stages.OutputSoftmax), else as its torch reference
         self.padded: Tensor | None = None
