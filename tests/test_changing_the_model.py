@@ -14,7 +14,7 @@ from torch import nn
 
 from rnnmt.models import attention
 from rnnmt.models.loops import Paths
-from rnnmt.train import kernel_stages, optim, selfcheck, update
+from rnnmt.train import optim, selfcheck, update
 from rnnmt.train.defaults import TRAIN_DEFAULTS
 
 from conftest import tiny_system
@@ -151,8 +151,7 @@ def test_a_decoder_its_fast_loop_cannot_read_falls_back_alone(tiny_corpus, tmp_p
 def test_a_kernel_step_that_misses_the_nonfinite_rule_is_found(monkeypatch):
     """GroundHog's rule for a NaN or infinite norm (0.1·p) is one of the updates the check runs: a kernel step whose
     reference forgot it differs from torch's step."""
-    forgetful = lambda param, grad, norm, max_norm: grad * optim.clip_factor(norm, max_norm)  # noqa: E731
-    monkeypatch.setattr(kernel_stages, "clipped", forgetful)
+    monkeypatch.setattr(optim.Clipping, "clip", lambda clipping, param, grad: grad * clipping.factor)
     model, train = SYSTEMS["rnnsearch-adadelta"]["model"], {**TRAIN_DEFAULTS, **tiny_system(**SYSTEMS["rnnsearch-adadelta"]["train"])["train"]}
     check = update.step_differences(model, train)
     assert not check.passed and "differs from torch's step" in check.reason()

@@ -20,7 +20,7 @@ import torch
 
 from rnnmt.models.loops import Paths
 from rnnmt.recurrence.kernels import gru_step, luong_attention, stages
-from rnnmt.train import kernel_stages, selfcheck
+from rnnmt.train import kernel_stages, selfcheck, update
 
 from conftest import tiny_luong_config
 from test_bench import tiny_paper_config  # noqa: F401 (a fixture)
@@ -207,6 +207,21 @@ def test_a_stage_that_fails_its_check_leaves_its_loops_on_the_fused_form(tiny_co
     meta = trainer.run()
     assert meta["updates"] == 4 and meta["recurrence_by_part"] == paths.by_part() and why in meta["settings_why"]["recurrence"]
     assert (trainer.model.encoder.loops.name, trainer.model.decoder.loops.name) == (paths.encoder, paths.decoder)
+
+
+# The stages of the loops and of the output layer: all but the optimiser's steps.
+LOOP_STAGES = [name for name in stages.STAGES if name not in update.KERNEL_FORMS.values()]
+
+
+@pytest.mark.parametrize("broken, recurrence, step", [([], "kernels", "kernels"), (LOOP_STAGES, "fused", "torch")])
+def test_the_update_step_follows_the_recurrence_the_check_leaves(tiny_corpus, tmp_path, stand_in_kernels, broken, recurrence, step):
+    """The kernel step comes with the `kernels` recurrence as the start-of-run check leaves it, not as asked: where
+    every stage of the loops fails on the device, the run trains with `fused` and torch's step, though the step's own
+    stage would pass its check."""
+    stand_in_kernels(dict.fromkeys(broken, _failing_to_compile))
+    trainer = make_trainer(tiny_corpus, tmp_path, "rnnsearch-adadelta", recurrence="kernels", updates=1)
+    assert trainer.paths == Paths.every(recurrence) and trainer.choices["update"].value == step
+    assert trainer.choices["update"].why.startswith("the recurrence's" if step == "kernels" else "the recurrence is fused (the kernel step comes")
 
 
 def test_the_guard_checks_stages_only_where_triton_would_run(tiny_corpus, tmp_path, monkeypatch):

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import struct
 from pathlib import Path
 
 import pytest
+import torch
 
 from rnnmt.metrics_file import FILE, WindowMean, read_metrics
 from rnnmt.train.loop import TrainingInterrupted
-from rnnmt.train.metrics import EVENTS
+from rnnmt.train.metrics import EVENTS, MetricsLog
+from rnnmt.train.optim import Clipping
 
 from test_training import make_trainer, record_progress, stop_signal_handlers  # noqa: F401 (a fixture)
 
@@ -52,6 +55,19 @@ def test_a_norm_above_clip_norm_is_marked_clipped(tiny_corpus, tmp_path):
     trainer.run()
     rows = read_metrics(tmp_path / FILE)
     assert all(row["clipped"] and row["grad_norm"] > 1e-6 for row in rows)
+
+
+def test_a_row_says_what_the_clipping_of_its_update_did(tmp_path):
+    """`clipped` is the update's own decision (optim.Clipping), at clip_norm too, and with a NaN or infinite norm,
+    whose `grad_norm` is null."""
+    metrics = MetricsLog(tmp_path, write=True)
+    metrics.start(0)
+    for update, norm in enumerate([0.5, 1.0, 2.0, math.nan, math.inf], 1):
+        metrics.add(update, 0.0, 1.0, torch.tensor(4.0), 2, Clipping(torch.tensor(norm), 1.0))
+    metrics.flush(lambda summed: summed)
+    metrics.close()
+    rows = read_metrics(tmp_path / FILE)
+    assert [(row["grad_norm"], row["clipped"]) for row in rows] == [(0.5, False), (1.0, True), (2.0, True), (None, True), (None, True)]
 
 
 def test_a_resumed_run_writes_each_update_once_and_the_rows_of_an_uninterrupted_run(tiny_corpus, tmp_path, stop_signal_handlers):  # noqa: F811

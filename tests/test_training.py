@@ -22,7 +22,7 @@ from rnnmt.text.vocab import Vocab
 from rnnmt.train import checkpoint
 from rnnmt.train.batching import BatchStream, length_filter
 from rnnmt.train.loop import Trainer, TrainingInterrupted, _loss
-from rnnmt.train.optim import build_optimizer, clip_gradients, learning_rate
+from rnnmt.train.optim import Clipping, build_optimizer, clip_gradients, global_norm, learning_rate
 from rnnmt.train.stop import STOP_SIGNALS, StopFlag, job_deadline
 from rnnmt.train.update import KernelStep
 
@@ -344,8 +344,8 @@ def test_clipping_can_leave_the_embeddings_out_of_the_norm():
     """Luong: the norm of all gradients but the embeddings; if above 5, every gradient is rescaled."""
     emb, other = torch.nn.Parameter(torch.zeros(2)), torch.nn.Parameter(torch.zeros(2))
     emb.grad, other.grad = torch.tensor([30.0, 40.0]), torch.tensor([6.0, 8.0])
-    norm = clip_gradients([emb, other], 5.0, [other])
-    assert float(norm) == pytest.approx(10.0)
+    clipping = clip_gradients([emb, other], 5.0, [other])
+    assert float(clipping.norm) == pytest.approx(10.0) and bool(clipping.clipped)
     assert other.grad.tolist() == pytest.approx([3.0, 4.0]) and emb.grad.tolist() == pytest.approx([15.0, 20.0])
     emb.grad, other.grad = torch.tensor([30.0, 40.0]), torch.tensor([0.6, 0.8])
     clip_gradients([emb, other], 5.0, [other])  # norm 1 without the embeddings: nothing changes
@@ -355,16 +355,18 @@ def test_clipping_can_leave_the_embeddings_out_of_the_norm():
 @pytest.mark.parametrize(
     "grads", [[[0.3, -0.4], [0.1, 0.2]], [[30.0, -40.0], [1.0, 2.0]], [[float("nan"), 1.0], [1.0, 2.0]], [[float("inf"), 1.0], [1.0, 2.0]]]
 )
-def test_clipping_on_the_device_is_the_branching_rule_exactly(grads):
-    """Below the threshold, above it, NaN and inf (GroundHog: 0.1·p): the same bits either way."""
-    results = []
+def test_every_form_of_the_clipping_rule_gives_the_same_bits(grads):
+    """Below the threshold, above it, NaN and inf (GroundHog: 0.1·p): clip_gradients deciding on the host or on the
+    device, and the kernel steps' reference (Clipping.clip), to the bit."""
+    params = [torch.nn.Parameter(torch.tensor([1.5, -2.0])), torch.nn.Parameter(torch.tensor([0.25, 4.0]))]
+    reference = Clipping(global_norm([torch.tensor(g) for g in grads]), 1.0)
+    results = [[reference.clip(p.detach(), torch.tensor(g)).tolist() for p, g in zip(params, grads)]]
     for on_device in (False, True):
-        params = [torch.nn.Parameter(torch.tensor([1.5, -2.0])), torch.nn.Parameter(torch.tensor([0.25, 4.0]))]
         for p, g in zip(params, grads):
             p.grad = torch.tensor(g)
         clip_gradients(params, 1.0, on_device=on_device)
         results.append([p.grad.tolist() for p in params])
-    assert results[0] == results[1]
+    assert results[0] == results[1] == results[2]
 
 
 @pytest.mark.parametrize("optimizer", [{"name": "adadelta"}, {"name": "sgd", "lr": 0.5}])

@@ -15,7 +15,6 @@ from torch import Tensor
 from rnnmt.recurrence.kernels.stages import Stage, launch, stage, widened
 from rnnmt.recurrence.kernels.triton_common import cdiv, jit, tl
 from rnnmt.train import optim
-from rnnmt.train.optim import clipped
 
 # Vocabulary columns per step of a softmax row; elements per program of an update.
 VOCAB_BLOCK = 2048
@@ -84,7 +83,8 @@ def _output_softmax(logits, logits_stride, bias, target, nll, V, BLOCK_V: tl.con
 
 @jit
 def _clipped(p, g, norm, max_norm, nonfinite_scale):
-    """optim.clipped on one gradient tile."""
+    """optim.Clipping.clip on one gradient tile: the rule again, in Triton's terms (a kernel cannot call torch), which
+    selfcheck.update_stage_differences compares with the stages' references before a run relies on it."""
     factor = tl.where(norm >= max_norm, tl.math.div_rn(max_norm, norm), 1.0)
     finite = (norm == norm) & (tl.abs(norm) != float("inf"))
     return tl.where(finite, g * factor, nonfinite_scale * p)
@@ -92,7 +92,7 @@ def _clipped(p, g, norm, max_norm, nonfinite_scale):
 
 @stage("adadelta_update")
 class AdadeltaUpdate(Stage):
-    """The clipped gradient g (optim.clipped), then Adadelta as torch.optim.Adadelta computes it: E[g²] ← ρE[g²] +
+    """The clipped gradient g (optim.Clipping.clip), then Adadelta as torch.optim.Adadelta computes it: E[g²] ← ρE[g²] +
     (1−ρ)g², Δ = √(E[Δ²] + ε) / √(E[g²] + ε) · g, E[Δ²] ← ρE[Δ²] + (1−ρ)Δ², param ← param − lr·Δ."""
 
     param: Tensor
@@ -106,7 +106,7 @@ class AdadeltaUpdate(Stage):
     eps: float
 
     def reference(self) -> None:
-        g = clipped(self.param, self.grad, self.norm, self.max_norm)
+        g = optim.Clipping(self.norm, self.max_norm).clip(self.param, self.grad)
         self.square_avg.mul_(self.rho).addcmul_(g, g, value=1 - self.rho)
         delta = self.acc_delta.add(self.eps).sqrt_().div_(self.square_avg.add(self.eps).sqrt_()).mul_(g)
         self.acc_delta.mul_(self.rho).addcmul_(delta, delta, value=1 - self.rho)
@@ -134,7 +134,7 @@ def _adadelta_update(param, grad, square_avg, acc_delta, norm, n, lr, max_norm, 
 
 @stage("sgd_update")
 class SGDUpdate(Stage):
-    """The clipped gradient g (optim.clipped), then plain SGD: param ← param − lr·g."""
+    """The clipped gradient g (optim.Clipping.clip), then plain SGD: param ← param − lr·g."""
 
     param: Tensor
     grad: Tensor
@@ -143,7 +143,7 @@ class SGDUpdate(Stage):
     max_norm: float
 
     def reference(self) -> None:
-        self.param.add_(clipped(self.param, self.grad, self.norm, self.max_norm), alpha=-self.lr)
+        self.param.add_(optim.Clipping(self.norm, self.max_norm).clip(self.param, self.grad), alpha=-self.lr)
 
     def launch(self) -> None:
         n = self.param.numel()

@@ -24,7 +24,7 @@ from rnnmt.train.defaults import TRAIN_DEFAULTS
 from rnnmt.train.distributed import World
 from rnnmt.train.metrics import MetricsLog
 from rnnmt.train.nll import SentenceNLL
-from rnnmt.train.optim import learning_rate
+from rnnmt.train.optim import Clipping, learning_rate
 from rnnmt.train.stop import StopFlag
 
 # train.host_memory: whether the process keeps freed host memory for reuse (runtime.keep_freed_memory) or
@@ -38,7 +38,7 @@ class Step(NamedTuple):
     nll: torch.Tensor  # this process's summed NLL
     sentences: int
     tokens: int  # target tokens of the whole batch
-    grad_norm: torch.Tensor  # before clipping
+    clipping: Clipping  # the gradients' norm before clipping, and whether the rule clipped them
 
 
 class TrainingInterrupted(Exception):
@@ -151,7 +151,7 @@ class Trainer:
         self.state = TrainState()
         self.best_weights: dict[str, torch.Tensor] | None = None
         self.stop = stop if stop is not None else StopFlag()
-        self.metrics = MetricsLog(out_dir, self.cfg["clip_norm"], write=world.main)
+        self.metrics = MetricsLog(out_dir, write=world.main)
 
     def resume(self) -> None:
         """Continue from a matching checkpoint, if any."""
@@ -192,8 +192,8 @@ class Trainer:
                 per_sentence = sentence_nll(self.setup.objective, distributed.shard(batch, self.world).to(self.device))
             self.optimizer.zero_grad(set_to_none=True)
             (_loss(per_sentence, batch, self.cfg["loss"]) * self.world.size).backward()
-        norm = self.setup.update_step()
-        return Step(per_sentence.detach().sum().double(), len(batch.indices), batch.target_tokens, norm)  # summed as the host would
+        clipping = self.setup.update_step()
+        return Step(per_sentence.detach().sum().double(), len(batch.indices), batch.target_tokens, clipping)  # summed as the host would
 
     def synchronize(self) -> None:
         """Wait until the device has run the work queued so far; every clock point goes through here."""
@@ -267,7 +267,7 @@ class Trainer:
             step = self.step(s.update)
             lr = self.optimizer.param_groups[0]["lr"]
             s.update += 1
-            self.metrics.add(s.update, self.stream.epochs(s.update), lr, step.nll, step.tokens, step.grad_norm)
+            self.metrics.add(s.update, self.stream.epochs(s.update), lr, step.nll, step.tokens, step.clipping)
             for key, value in (("nll", step.nll), ("sents", step.sentences), ("tokens", step.tokens), ("updates", 1)):
                 window[key] += value
             logged = s.update % self.cfg["log_every"] == 0 or s.update == budget

@@ -31,6 +31,8 @@ from rnnmt.metrics_file import FILE, WindowMean, read_metrics
 if TYPE_CHECKING:
     import torch
 
+    from rnnmt.train.optim import Clipping
+
 EVENTS = "tensorboard"
 
 
@@ -38,7 +40,7 @@ EVENTS = "tensorboard"
 class _Pending:
     row: dict[str, Any]
     nll: torch.Tensor  # summed over this process's sentences, on the device
-    norm: torch.Tensor
+    clipping: Clipping  # on the device too
 
 
 # What TensorBoard shows of a log point's row (the window's NLL replaces the update's).
@@ -61,8 +63,8 @@ def _tensorboard(folder: Path, resume_at: int) -> Any:
 class MetricsLog:
     """Rows of the updates since the last flush, kept on the device; `flush` appends them to `metrics.jsonl`."""
 
-    def __init__(self, out_dir: Path, max_norm: float, write: bool) -> None:
-        self.path, self.events, self.max_norm, self.write = out_dir / FILE, out_dir / EVENTS, max_norm, write
+    def __init__(self, out_dir: Path, write: bool) -> None:
+        self.path, self.events, self.write = out_dir / FILE, out_dir / EVENTS, write
         self.pending: list[_Pending] = []
         self.tensorboard: Any = None
         self.window = WindowMean()
@@ -76,9 +78,9 @@ class MetricsLog:
             tmp.write_text("".join(json.dumps(row) + "\n" for row in kept), encoding="utf-8")
         self.tensorboard = _tensorboard(self.events, update)
 
-    def add(self, update: int, epoch: float, lr: float, nll: torch.Tensor, tokens: int, norm: torch.Tensor) -> None:
+    def add(self, update: int, epoch: float, lr: float, nll: torch.Tensor, tokens: int, clipping: Clipping) -> None:
         row = {"update": update, "epoch": epoch, "lr": lr, "target_tokens": tokens}
-        self.pending.append(_Pending(row, nll.detach(), norm.detach()))
+        self.pending.append(_Pending(row, nll.detach(), clipping))
 
     def timed(self, wall_time_s: float, tokens_per_s: float) -> None:
         """The clock of a log point, for the last update added."""
@@ -96,16 +98,16 @@ class MetricsLog:
         import torch  # here: a figure reads this module's files without starting torch
 
         nll = total(torch.stack([p.nll.double() for p in self.pending])).tolist()
-        norms = torch.stack([p.norm.float() for p in self.pending]).tolist()
+        norms = torch.stack([p.clipping.norm.float() for p in self.pending]).tolist()
+        clipped = torch.stack([p.clipping.clipped for p in self.pending]).tolist()
         rows = []
-        for p, summed, norm in zip(self.pending, nll, norms):
-            finite = math.isfinite(norm)
+        for p, summed, norm, was_clipped in zip(self.pending, nll, norms, clipped):
             rows.append(
                 {
                     **p.row,
                     "train_nll_per_token": summed / p.row["target_tokens"],
-                    "grad_norm": norm if finite else None,
-                    "clipped": not finite or norm >= self.max_norm,
+                    "grad_norm": norm if math.isfinite(norm) else None,  # JSON has no NaN or infinity
+                    "clipped": was_clipped,
                 }
             )
         self.pending = []

@@ -1,11 +1,13 @@
 """Optimisers and gradient clipping (paper-spec §1.8); the choice is data in the system config.
 
-`build_optimizer` and the clipping rule (`clip_factor`, NONFINITE_SCALE) are the update's one home: update.py checks
+`build_optimizer` and the clipping rule (`Clipping`, NONFINITE_SCALE) are the update's one home: update.py checks
 every fast form of the step (the `kernels` path's one stage per parameter) against them before a run relies on it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import torch
@@ -46,45 +48,79 @@ def global_norm(grads: list[Tensor]) -> Tensor:
     return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
 
 
-# GroundHog's clipping rule is these two, which every form of it reads (clip_gradients, `clipped` for the fast steps'
-# references; the Triton kernel is checked against those): the rescaling `clip_factor`, and where the gradients'
-# norm is NaN or infinite, each gradient replaced by this share of its parameter.
+# GroundHog's clipping rule (paper-spec §1.8), stated once in `Clipping`: where the gradients' norm reaches max_norm,
+# every gradient is rescaled to it; where the norm is NaN or infinite, each gradient is replaced by this share of its
+# parameter.
 NONFINITE_SCALE = 0.1
 
 
-def clip_factor(norm: Tensor, max_norm: float) -> Tensor:
-    """GroundHog's rescaling of every gradient: max_norm / norm where the norm reaches max_norm, else 1."""
-    return torch.where(norm >= max_norm, max_norm / norm, torch.ones_like(norm))
+@dataclass(frozen=True)
+class Clipping:
+    """GroundHog's clipping rule for one update's gradients, whose norm (before clipping) is `norm`. Every form of
+    the update reads it: clip_gradients (`clip_`, or on the host the part the norm calls for), the kernel steps'
+    references (`clip`, kernel_stages.py; their Triton kernels are checked against these), and the metrics, which
+    record `clipped`. Its tensors stay on the norm's device, each computed once: the step and the metrics read the
+    same."""
+
+    norm: Tensor
+    max_norm: float
+
+    @cached_property
+    def rescaled(self) -> Tensor:
+        """Whether the norm reaches max_norm (so every gradient is rescaled to it)."""
+        return self.norm >= self.max_norm
+
+    @cached_property
+    def factor(self) -> Tensor:
+        """The rescaling of every gradient: max_norm / norm where the norm reaches max_norm, else 1."""
+        return torch.where(self.rescaled, self.max_norm / self.norm, torch.ones_like(self.norm))
+
+    @cached_property
+    def finite(self) -> Tensor:
+        """Whether the norm is finite; where it is not, every gradient is replaced (`replacements`)."""
+        return torch.isfinite(self.norm)
+
+    @property
+    def clipped(self) -> Tensor:
+        """Whether the rule changed the gradients: rescaled, or replaced."""
+        return self.rescaled | ~self.finite
+
+    def replacements(self, params: list[Tensor]) -> list[Tensor]:
+        """Each parameter's gradient where the norm is not finite: NONFINITE_SCALE · the parameter."""
+        return torch._foreach_mul(params, NONFINITE_SCALE)
+
+    def clip_(self, params: list[Tensor], grads: list[Tensor]) -> None:
+        """`grads` (of `params`) as the rule makes them, in place, decided on the device: a few passes over them
+        (multi-tensor kernels on a GPU) whatever the norm, without the host reading it."""
+        torch._foreach_mul_(grads, self.factor)
+        for g, replacement in zip(grads, self.replacements(params)):
+            torch.where(self.finite, g, replacement, out=g)
+
+    def clip(self, param: Tensor, grad: Tensor) -> Tensor:
+        """One gradient as the rule makes it, in a new tensor (the kernel steps' references)."""
+        clipped = grad.clone()
+        self.clip_([param], [clipped])
+        return clipped
 
 
-def clipped(param: Tensor, grad: Tensor, norm: Tensor, max_norm: float) -> Tensor:
-    """GroundHog's clipping of one gradient, given the norm of all: grad · clip_factor, or NONFINITE_SCALE · param
-    where the norm is not finite (the update stages' references, kernel_stages.py)."""
-    return torch.where(torch.isfinite(norm), grad * clip_factor(norm, max_norm), NONFINITE_SCALE * param)
+def clip_gradients(params: list[nn.Parameter], max_norm: float, norm_params: list[nn.Parameter] | None = None, *, on_device: bool = False) -> Clipping:
+    """Every gradient clipped in place by the rule (`Clipping`), with the norm taken over `norm_params` (default: all;
+    Luong leaves out the embeddings). Returns the rule's decision, with the norm before clipping.
 
-
-def clip_gradients(params: list[nn.Parameter], max_norm: float, norm_params: list[nn.Parameter] | None = None, *, on_device: bool = False) -> Tensor:
-    """Every gradient clipped in place by the rule (`clip_factor`, NONFINITE_SCALE), with the norm taken over
-    `norm_params` (default: all; Luong leaves out the embeddings). Returns the norm.
-
-    `on_device` decides both cases on the device, without the host reading the norm (a GPU then need not wait): the
-    same arithmetic, at the cost of passes over the gradients that the host's decision saves on a CPU (a factor of
-    1 changes nothing, and a finite norm needs no fallback).
+    `on_device` decides both cases on the device (`Clipping.clip_`), without the host reading the norm (a GPU then
+    need not wait): the same arithmetic, at the cost of passes over the gradients that the host's decision saves on a
+    CPU (a factor of 1 changes nothing, and a finite norm needs no replacements).
     """
-    with_grad = [p for p in params if p.grad is not None]
-    grads = [p.grad for p in with_grad]
+    with_grad = [p.detach() for p in params if p.grad is not None]
+    grads = [p.grad for p in params if p.grad is not None]
     measured = [p.grad for p in (params if norm_params is None else norm_params) if p.grad is not None]
-    norm = global_norm(measured)
-    factor = clip_factor(norm, max_norm)
+    clipping = Clipping(global_norm(measured), max_norm)
     if on_device:
-        finite = torch.isfinite(norm)
-        torch._foreach_mul_(grads, factor)
-        for g, fallback in zip(grads, torch._foreach_mul([p.detach() for p in with_grad], NONFINITE_SCALE)):
-            torch.where(finite, g, fallback, out=g)
-    elif not torch.isfinite(norm):
-        for g, p in zip(grads, with_grad):
-            g.copy_(NONFINITE_SCALE * p.detach())
-    elif float(factor) != 1.0:
+        clipping.clip_(with_grad, grads)
+    elif not clipping.finite:
+        for g, replacement in zip(grads, clipping.replacements(with_grad)):
+            g.copy_(replacement)
+    elif float(clipping.factor) != 1.0:
         for g in grads:
-            g.mul_(factor)
-    return norm
+            g.mul_(clipping.factor)
+    return clipping

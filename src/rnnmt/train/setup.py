@@ -63,7 +63,6 @@ def build(system: dict[str, Any], cfg: dict[str, Any], vocab_sizes: tuple[int, i
     `vocab_sizes` on `device`, in `world`; each fast form left behind is said in one `log` line."""
     choices = device_choices.choose(cfg, device, world.size)
     determinism.apply(choices["deterministic"].value == "on", device)
-    asked = choices["recurrence"].value
     choices["recurrence"], paths, failure = device_choices.verified_recurrence(choices["recurrence"], system["model"], device, choices["precision"].value)
     if failure:
         log(failure)
@@ -76,7 +75,7 @@ def build(system: dict[str, Any], cfg: dict[str, Any], vocab_sizes: tuple[int, i
     # DDP averages the processes' gradients during backward (see distributed.py for the loss scaling).
     objective = SentenceNLL(model, paths.output)
     optimizer = optim.build_optimizer(params, cfg["optimizer"])
-    choices["update"], failure = update.choose(asked, system["model"], cfg, optimizer, device)
+    choices["update"], failure = update.choose(choices["recurrence"].value, system["model"], cfg, optimizer, device)
     if failure:
         log(failure)
     # sync logging: gradient clipping decides on the device, and the host reads it only at log points.

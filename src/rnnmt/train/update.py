@@ -52,11 +52,11 @@ class TorchStep:
     def __init__(self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], norm_params: list[nn.Parameter], max_norm: float, on_device: bool) -> None:
         self.optimizer, self.params, self.norm_params, self.max_norm, self.on_device = optimizer, params, norm_params, max_norm, on_device
 
-    def __call__(self) -> Tensor:
-        """Clip and step; returns the gradients' norm before clipping."""
-        norm = optim.clip_gradients(self.params, self.max_norm, self.norm_params, on_device=self.on_device)
+    def __call__(self) -> optim.Clipping:
+        """Clip and step; returns the clipping (the gradients' norm before it)."""
+        clipping = optim.clip_gradients(self.params, self.max_norm, self.norm_params, on_device=self.on_device)
         self.optimizer.step()
-        return norm
+        return clipping
 
 
 class KernelStep:
@@ -69,14 +69,14 @@ class KernelStep:
             raise ValueError(no_kernel_form(optimizer))
         self.optimizer, self.norm_params, self.max_norm = optimizer, norm_params, max_norm
 
-    def __call__(self) -> Tensor:
-        """Clip and step; returns the gradients' norm before clipping."""
+    def __call__(self) -> optim.Clipping:
+        """Clip and step; returns the clipping (the gradients' norm before it)."""
         norm = optim.global_norm([p.grad for p in self.norm_params if p.grad is not None])
         for group in self.optimizer.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
                     self._stage(group, p, norm).run()
-        return norm
+        return optim.Clipping(norm, self.max_norm)
 
     def _stage(self, group: dict[str, Any], p: nn.Parameter, norm: Tensor) -> stages.Stage:
         """The stage that clips and steps `p`."""
@@ -90,7 +90,7 @@ class KernelStep:
         return kernel_stages.AdadeltaUpdate(**clipping, square_avg=state["square_avg"], acc_delta=state["acc_delta"], rho=group["rho"], eps=group["eps"])
 
 
-Step = Callable[[], Tensor]
+Step = Callable[[], optim.Clipping]
 STEPS: dict[str, type[TorchStep] | type[KernelStep]] = {"torch": TorchStep, "kernels": KernelStep}
 
 
@@ -166,12 +166,13 @@ def _problem(model_cfg: dict[str, Any], train_cfg: dict[str, Any], optimizer: to
 
 
 def choose(
-    asked: str, model_cfg: dict[str, Any], train_cfg: dict[str, Any], optimizer: torch.optim.Optimizer, device: torch.device
+    recurrence: str, model_cfg: dict[str, Any], train_cfg: dict[str, Any], optimizer: torch.optim.Optimizer, device: torch.device
 ) -> tuple[Choice, str | None]:
-    """The form of the update step: the kernel step where the recurrence asked for is `kernels` and it passes its
-    checks, else torch's; with the log line that says why the kernel step was left, if it was."""
-    if asked != "kernels":
-        return Choice("torch", f"the recurrence asked for is {asked} (the kernel step comes with kernels)"), None
+    """The form of the update step: the kernel step where the run's recurrence, as its start-of-run check left it
+    (device_choices.verified_recurrence), is `kernels` and the step passes its own checks, else torch's; with the log
+    line that says why the kernel step was left, if it was."""
+    if recurrence != "kernels":
+        return Choice("torch", f"the recurrence is {recurrence} (the kernel step comes with kernels)"), None
     if type(optimizer) not in KERNEL_FORMS:
         return Choice("torch", no_kernel_form(optimizer)), None
     start = time.perf_counter()
