@@ -9,6 +9,9 @@ check that the run then trains the edited model, and that a new Luong score is o
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ from rnnmt import config as rnnmt_config
 from rnnmt.models import attention, decoders, gru
 from rnnmt.models.loops import Paths
 from rnnmt.models.source import SourceFormat
+from rnnmt.recurrence.kernels import stages
 from rnnmt.train import selfcheck
 
 from conftest import tiny_luong_config
@@ -170,3 +174,45 @@ def test_a_new_luong_score_is_one_registry_entry(tiny_corpus, tmp_path, monkeypa
         enc = ctx["enc"]
         by_hand = torch.softmax((state["top"].unsqueeze(1) @ enc.annotations.transpose(1, 2)).squeeze(1) / math.sqrt(12.0) + (~enc.mask) * -1e9, -1)
     assert used and torch.allclose(alpha, by_hand, atol=1e-6)
+
+
+# docs/equations.md's second example: a score with a fast form. Scaled dot prepares its keys h̄_s / √d once per batch,
+# so that its energies are keys·h_t, the equation the "dot" kernel form computes: one registry entry.
+SCALED_DOT_FAST = attention.Score(
+    lambda att, queries, keys, mask: attention.dot_energies(queries, keys),
+    keys=lambda att, annotations: annotations / math.sqrt(annotations.shape[-1]),
+    form="dot",
+)
+
+
+@pytest.mark.integration
+def test_a_new_luong_score_with_a_fast_form_trains_on_the_triton_kernels_as_on_plain(tiny_corpus, tmp_path, monkeypatch):
+    """The entry, added to the registry of a fresh process that runs the Triton kernels by Triton's interpreter: the run
+    keeps `kernels` for every part (each stage checked against its reference on the CPU first), the attention's kernels
+    compute the new score, and four updates end where `plain`'s end. Half a minute of Triton's interpreter on a CPU:
+    one of the long tests.
+
+    A score whose fast form is a new branch of the kernels cannot be added by a test: Triton compiles a kernel from its
+    function's source text, so the branch is code in recurrence/kernels/luong_attention.py (with its ScoreForm), which
+    tests/triton_stages.py checks form by form."""
+    pytest.importorskip("triton", reason="Triton is not installed (pip install -e '.[test]' brings it)")
+    if os.environ.get("TRITON_INTERPRET") != "1":  # Triton reads it when the kernels are declared, at import
+        env = {**os.environ, "TRITON_INTERPRET": "1"}
+        test = f"{__file__}::{test_a_new_luong_score_with_a_fast_form_trains_on_the_triton_kernels_as_on_plain.__name__}"
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-n", "0", "-m", "", "-p", "no:cacheprovider", test], env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout[-3000:]
+        return
+    monkeypatch.setitem(attention.LUONG_SCORES, "scaled-dot", SCALED_DOT_FAST)
+    monkeypatch.setitem(SYSTEMS, "luong-scaled-dot", {"model": tiny_luong_config("global", "scaled-dot"), "train": {"loss": "sentence_mean"}})
+    launched = []
+    monkeypatch.setattr(stages, "start", lambda kernel, grid, arguments: launched.append(kernel.__name__) or kernel[grid](**arguments))
+    with stages.implementation("triton"):
+        kernels = make_trainer(tiny_corpus, tmp_path / "kernels", "luong-scaled-dot", updates=4, recurrence="kernels")
+        assert kernels.paths == Paths.every("kernels") and "each Triton stage against its torch reference on cpu" in kernels.choices["recurrence"].why
+        launched.clear()
+        weights, _ = trained(kernels)
+    assert {"_luong_attention", "_luong_attention_back"} <= set(launched)
+    reference, _ = trained(make_trainer(tiny_corpus, tmp_path / "plain", "luong-scaled-dot", updates=4, recurrence="plain"))
+    assert_equal_parameters(weights, reference, 1e-5)

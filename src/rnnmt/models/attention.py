@@ -242,14 +242,31 @@ def _no_weights(attention: LuongAttention) -> FastWeights:
 
 
 @dataclass(frozen=True)
+class LoopAttention:
+    """What a fast loop reads of a LuongAttention (`LuongAttention.loop_weights`): the fast forms its score and kind
+    name (`Score.form`, `Kind.form`), the tensors those read (`FastWeights`), its other parameters, its window D and
+    whether the source is reversed; and its forward, which a loop without a written-out form runs by autograd."""
+
+    score_form: str | None
+    kind_form: str | None
+    score: FastWeights
+    kind: FastWeights
+    others: list[Tensor]  # the parameters `score` and `kind` do not hand over, in the module's order
+    window: int
+    reversed_source: bool
+    forward: Callable[[Tensor, Tensor, Encoded, Tensor], tuple[Tensor, Tensor]]
+
+
+@dataclass(frozen=True)
 class Score:
     """A score(h_t, h̄_s) of Luong §3.1: its equation, the keys it reads, its parameters, and its fast form.
 
     `energies(attention, queries [B, T, H], keys, source mask [B, S]) -> [B, T, S]` is the equation every path
     runs, `keys(attention, h̄_s)` what `prepare` computes once per batch. `form` names the fast form that
-    computes it (recurrence/): "dot" (energies = keys·h_t, written out in the fused loop and the kernels),
-    "concat" and "location" (kernels); None: the fused loop runs `energies` by autograd at each step, and a run
-    that asks for the kernels trains without them. `weights(attention)` hands that form the parameters it reads.
+    computes it (an object of recurrence/kernels/luong_attention.py's SCORE_FORMS): "dot" (energies = keys·h_t,
+    written out in the fused loop and the kernels), "concat" and "location" (kernels); None: the fused loop runs
+    `energies` by autograd at each step, and a run that asks for the kernels trains without them.
+    `weights(attention)` hands that form the parameters it reads.
     """
 
     energies: Callable[[LuongAttention, Tensor, Tensor, Tensor], Tensor]
@@ -322,6 +339,14 @@ class LuongAttention(nn.Module):
     def energies(self, query: Tensor, keys: Tensor, mask: Tensor) -> Tensor:
         """score(h_t, h̄_s) for every step and position: [B, T, S] (the source mask places the location slots)."""
         return LUONG_SCORES[self.score].energies(self, query, keys, mask)
+
+    def loop_weights(self) -> LoopAttention:
+        """What a fast loop reads of this module (recurrence/), as its score's and kind's entries hand it over."""
+        score, kind = LUONG_SCORES[self.score], LUONG_KINDS[self.kind]
+        handed = score.weights(self), kind.weights(self)
+        given = {id(t) for weights in handed for t in (weights.query, weights.vector) if t is not None}
+        others = [p for p in self.parameters() if id(p) not in given]
+        return LoopAttention(score.form, kind.form, *handed, others, self.window, self.reversed_source, self)
 
     def original_positions(self, lengths: Tensor, width: int) -> Tensor:
         """The 0-based original word index of every encoder position: [B, S] (negative on reversed padding)."""

@@ -16,11 +16,13 @@ the context keeps one row per sentence, and the k hypotheses of a sentence (k ro
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor, nn
 
 from rnnmt.models import lstm
-from rnnmt.models.attention import ATTENTIONS, BahdanauAttention, LuongAttention
+from rnnmt.models.attention import ATTENTIONS, BahdanauAttention, LoopAttention, LuongAttention
 from rnnmt.models.encoders import Embedding, Encoded
 from rnnmt.models.gru import GroundhogGRU
 from rnnmt.models.initialisation import Rule, Scheme, linear_rules, prefixed
@@ -181,6 +183,27 @@ class BahdanauDecoder(nn.Module):
         return {"s": s, "word": terms.readout.index_select(0, words)}
 
 
+@dataclass(frozen=True)
+class FeedWeights:
+    """What a fast form of LuongDecoder's input-feeding loop reads of the decoder (`LuongDecoder.loop_weights`): layer
+    1's input projection of the input words' embeddings x1 [B, T, 4H] (their dropout applied, its biases added); per
+    layer W_ih (layer 1's: the columns that read the fed h̃), W_hh and b_ih + b_hh (None for layer 1, whose bias is in
+    x1, and without biases); W_c's context and state halves and its bias; the carried cell's clip; the dropout on the
+    fed h̃ and between the layers while training (0 otherwise); and what the attention hands over."""
+
+    x1: Tensor
+    W_ih: list[Tensor]
+    W_hh: list[Tensor]
+    bias: list[Tensor | None]
+    Wc_c: Tensor
+    Wc_h: Tensor
+    b_c: Tensor | None
+    clip: float | None
+    feed_dropout: float
+    layer_dropout: float
+    attention: LoopAttention
+
+
 class LuongDecoder(nn.Module):
     """Stacked LSTM decoder with global/local attention, attentional states and optional input feeding.
 
@@ -273,6 +296,29 @@ class LuongDecoder(nn.Module):
             outputs.append(h_tilde)
             alphas.append(alpha)
         return torch.stack(outputs, 1), torch.cat(alphas, 1)
+
+    def loop_weights(self, words: Tensor) -> FeedWeights | None:
+        """What a fast form of the input-feeding loop over the input words [B, T] reads of this decoder (recurrence/);
+        None without input feeding or attention, where `steps` is the loop."""
+        if not self.feed_input or self.attention is None:
+            return None
+        weights, bias = lstm.layer_weights(self.lstm), lstm.summed_biases(self.lstm)
+        emb, H = self.embed.weight.shape[1], self.hidden
+        # Dropout on [E y; h̃] is dropout on each part: the embeddings' here, h̃'s in the loop.
+        x1 = nn.functional.linear(self.drop(self.embed(words)), weights[0][0][:, :emb], bias[0])
+        return FeedWeights(
+            x1,
+            W_ih=[W_ih[:, emb:] if k == 0 else W_ih for k, (W_ih, _) in enumerate(weights)],
+            W_hh=[W_hh for _, W_hh in weights],
+            bias=[None, *bias[1:]],
+            Wc_c=self.W_c.weight[:, :H],
+            Wc_h=self.W_c.weight[:, H:],
+            b_c=self.W_c.bias,
+            clip=self.state_clip,
+            feed_dropout=self.drop.p if self.training else 0.0,
+            layer_dropout=self.lstm.dropout if self.training else 0.0,
+            attention=self.attention.loop_weights(),
+        )
 
     def _step(self, lstm_state: Tensor, words: Tensor, h_tilde: Tensor) -> State:
         """Consume words [N] (with h̃_{t−1}) from a batch-first state [N, 2, layers, H]."""

@@ -8,6 +8,8 @@ before a run relies on them (train/selfcheck.py):
   call the modules' equations;
 - kernels/ (`kernels`, the GPU's): each step's pointwise work as one stage, a Triton kernel on a CUDA device
   beside its torch reference (a module per stage family), and the loops built from them (loops.py);
+- shared.py: what the two forms share around their steps (neither imports the other): the tensors a loop keeps by
+  name, its inputs' and gradients' layout, its buffers and the weight gradients after it, and `FastLoops`;
 - precision.py: the dtypes both compute in (bfloat16 products under autocast, the rest float32) and their
   weight gradients;
 - forms.py: the forms by name.

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
 from rnnmt.models import padding
+from rnnmt.recurrence import shared
 from rnnmt.recurrence.precision import explicit_precision
 from rnnmt.train import kernel_stages
 
@@ -91,13 +92,14 @@ class OutputNLL(torch.autograd.Function):
             softmax = kernel_stages.OutputSoftmax(logits=logits[rows, :V], bias=bias, target=target[rows], nll=nll[rows])
             softmax.run() if workspace.kernels else softmax.reference()
         ctx.has_bias, ctx.vocab = bias is not None, V
-        ctx.save_for_backward(h, w, logits)
+        shared.save(ctx, h=h, w=w, delta=logits)
         return nll
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        h, w, delta = ctx.saved_tensors
+        s = shared.saved(ctx)
+        h, w, delta = s.h, s.w, s.delta
         p, g, V, F = ctx.precision, grad.unsqueeze(1), ctx.vocab, h.shape[1]
         d_h = p.mm(delta, w)[:, :F].mul_(g)
         d_weight = p.mm(delta.t(), p.weight(padding.pad_columns(h * g, w.shape[1])))[:V, :F]

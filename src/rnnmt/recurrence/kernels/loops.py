@@ -1,8 +1,9 @@
-"""The loops of recurrence/fused.py with each step's pointwise work as single kernels (`train.recurrence:
-kernels`, the stages' modules), and `KernelLoops`, which runs a model's loops with them: the GPU path, few kernels per step.
+"""The loops with each step's pointwise work as single kernels (`train.recurrence: kernels`, the stages' modules), and
+`KernelLoops`, which runs a model's loops with them: the GPU path, few kernels per step.
 
-The equations and the saved values are those of fused.py's `GRUScan` and `AttentiveGRULoop`
-(GroundHog's rec_layers.py and encdec.py, paper-spec §1.2–1.4). What changes is how a step is cut into
+The equations and the saved values are those of recurrence/fused.py's loops (GroundHog's rec_layers.py and encdec.py,
+paper-spec §1.2–1.4; nmt.matlab's for Luong's), and what the two forms share around their steps (what they keep, the
+buffers, the weight gradients after the loop) is recurrence/shared.py. What changes is how a step is cut into
 launches, forward and backward:
 
 - GRU step: the product U_zr h, one kernel for the gates and r∘h, the product U(r∘h), one kernel for h̃
@@ -18,13 +19,16 @@ launches, forward and backward:
   softmax, tanh, the keys' accumulated gradient and the query's: two kernels), and one product
   [U_zr; W_a]ᵀ for both terms of the previous state's gradient.
 
-Weight gradients are one product each over all steps after the loop, as in fused.py.
+Weight gradients are one product each over all steps after the loop, as in fused.py. Luong's scores and kinds are
+computed by their kernel forms (luong_attention.py's SCORE_FORMS and KIND_FORMS), which say what the loop keeps and
+adds up for them and what it ends with.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar
 
 import torch
@@ -33,11 +37,11 @@ from torch.autograd.function import once_differentiable
 
 from rnnmt.models import lstm
 from rnnmt.models.attention import LUONG_KINDS, LUONG_SCORES
-from rnnmt.recurrence.fused import FeedLoop, FeedTensors, FusedLoops, additive_loop, bahdanau_unsupported, fixed_context_loop
+from rnnmt.recurrence import shared
 from rnnmt.recurrence.kernels.additive_attention import AdditiveStep, AdditiveStepBack
 from rnnmt.recurrence.kernels.gru_step import GRUBackCand, GRUBackGates, GRUGates, GRUState
 from rnnmt.recurrence.kernels.lstm_cell import LSTMCell, LSTMCellBack
-from rnnmt.recurrence.kernels.luong_attention import KIND_FORMS, SCORE_FORMS, FeedTanh, FeedTanhBack, LuongStep, LuongStepBack
+from rnnmt.recurrence.kernels.luong_attention import KIND_FORMS, SCORE_FORMS, FeedTanh, FeedTanhBack, KindForm, LuongStep, LuongStepBack, ScoreForm
 from rnnmt.recurrence.precision import Precision, explicit_precision, weight_grad
 
 
@@ -78,20 +82,21 @@ class GRUScanKernels(torch.autograd.Function):
             GRUGates(x=xs[t], xc=None, g=g, h=states[t], gates=gates[t], rh=rh[t], rh_c=rh_c).run()
             torch.bmm(by_direction(rh_c), Uc_t, out=by_direction(u))
             GRUState(x=xs[t], xc=None, u=u, gates=gates[t], h=states[t], keep=k, cand=cand[t], out=states[t + 1], out_c=states_c[t + 1]).run()
-        ctx.save_for_backward(states, states_c, gates, rh, cand, keeps, U_gates, U_cand)
+        shared.save(ctx, states=states, states_c=states_c, gates=gates, rh=rh, cand=cand, keeps=keeps, U_gates=U_gates, U_cand=U_cand)
         return states[1:].view(T, D, B, H).permute(1, 2, 0, 3)
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        states, states_c, gates, rh, cand, keeps, U_gates, U_cand = ctx.saved_tensors
+        s = shared.saved(ctx)
+        states, states_c, gates, cand, keeps = s.states, s.states_c, s.gates, s.cand, s.keeps
         D, B, T, H = grad.shape
         R, p = D * B, ctx.precision
         grads = grad.permute(2, 0, 1, 3).to(p.acc, memory_format=torch.contiguous_format, copy=True).view(T, R, H)
         dx, dx_c = p.buffer(grad, T, R, 3 * H), _companion(p, grad, T, R, 3 * H)
         base, m = p.buffer(grad, R, H, zero=True), _companion(p, grad, R, H)
         dh, drh, dzr_c = p.buffer(grad, R, H), _companion(p, grad, R, H), _companion(p, grad, R, 2 * H)
-        Ug, Uc = U_gates.to(p.compute), U_cand.to(p.compute)
+        Ug, Uc = s.U_gates.to(p.compute), s.U_cand.to(p.compute)
         by_direction = lambda a: a.view(*a.shape[:-2], D, B, a.shape[-1])  # noqa: E731
         for t in range(T - 1, -1, -1):
             k = keeps[t] if keeps is not None else None
@@ -101,8 +106,8 @@ class GRUScanKernels(torch.autograd.Function):
             torch.bmm(by_direction(dzr_c), Ug, out=by_direction(m))
         dh0 = (base + m.to(p.acc)).view(D, B, H)
         per_direction = lambda a: by_direction(a).transpose(0, 1)  # noqa: E731 ([T, R, ·] -> [D, T, B, ·]: one product per direction)
-        dU_gates = torch.stack([weight_grad(p, per_direction(dx_c[..., : 2 * H])[d], per_direction(states_c[:-1])[d]) for d in range(D)])
-        dU_cand = torch.stack([weight_grad(p, per_direction(dx_c[..., 2 * H :])[d], per_direction(rh)[d]) for d in range(D)])
+        grads = [shared.gru_weight_grads(p, per_direction(dx_c)[d], per_direction(states_c[:-1])[d], per_direction(s.rh)[d]) for d in range(D)]
+        dU_gates, dU_cand = (torch.stack(g) for g in zip(*grads))
         db = by_direction(dx[..., 2 * H :]).sum((0, 2))
         return by_direction(dx).permute(1, 2, 0, 3), dh0, None, dU_gates, dU_cand, db
 
@@ -115,15 +120,14 @@ class AttentiveGRUKernels(torch.autograd.Function):
     def forward(ctx: Any, s0: Tensor, x: Tensor, keys: Tensor, annotations: Tensor, mask: Tensor, *weights: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         W_a, v_a, C_in, U_gates, U_cand, b_cand = weights  # AdditiveAttention.loop_weights, then the GRU's C, U_zr, U, b
         B, T, H3 = x.shape
-        H, S, A, C, p = H3 // 3, keys.shape[1], keys.shape[2], annotations.shape[2], ctx.precision
-        xs = p.steps_first(x)
-        xs[..., 2 * H :] += b_cand
+        H, A, C, p = H3 // 3, keys.shape[2], annotations.shape[2], ctx.precision
+        xs = shared.gru_inputs(p, x, b_cand)
         keys, annotations = keys.to(p.acc).contiguous(), annotations.to(p.acc).contiguous()
         real = mask.to(p.acc)
-        states, states_c = p.buffer(x, T, B, H), _companion(p, x, T, B, H)
-        states[0], states_c[0] = s0, s0
-        contexts, tanh, alphas = p.buffer(x, T, B, C), p.buffer(x, T, B, S, A), p.buffer(x, T, B, S)
-        gates, rh, cand = p.buffer(x, T, B, 2 * H), p.buffer(x, T, B, H), p.buffer(x, T, B, H)
+        b = shared.AttentiveBuffers.start(p, x, s0, keys, annotations)
+        states, contexts, tanh, alphas, gates, rh, cand = b.states, b.contexts, b.tanh, b.alphas, b.gates, b.rh, b.cand
+        states_c = _companion(p, x, T, B, H)  # the states in the products' dtype
+        states_c[0] = s0
         ctx_c, rh_c, qg, xc, u = (_companion(p, x, B, n) for n in (C, H, A + 2 * H, 3 * H, H))
         v = v_a.reshape(A).to(p.acc)
         W_qg = torch.cat([W_a, U_gates]).t().to(p.compute)  # [H, A + 2H]: the query and the gates' recurrent term
@@ -136,15 +140,17 @@ class AttentiveGRUKernels(torch.autograd.Function):
                 GRUGates(x=xs[t], xc=xc, g=qg[:, A:], h=states[t], gates=gates[t], rh=rh[t], rh_c=rh_c).run()
                 torch.mm(rh_c, Uc_t, out=u)
                 GRUState(x=xs[t], xc=xc, u=u, gates=gates[t], h=states[t], keep=None, cand=cand[t], out=states[t + 1], out_c=states_c[t + 1]).run()
-        ctx.save_for_backward(states, states_c, contexts, alphas, tanh, gates, rh, cand, annotations, W_a, v_a, C_in, U_gates, U_cand)
-        return states.transpose(0, 1), contexts.transpose(0, 1), alphas.transpose(0, 1)
+        shared.save(ctx, buffers=b, states_c=states_c, annotations=annotations, W_a=W_a, v_a=v_a, C_in=C_in, U_gates=U_gates, U_cand=U_cand)
+        return b.outputs()
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, d_states: Tensor, d_contexts: Tensor, d_alphas: Tensor | None) -> tuple[Tensor | None, ...]:
-        states, states_c, contexts, alphas, tanh, gates, rh, cand, annotations, W_a, v_a, C_in, U_gates, U_cand = ctx.saved_tensors
+        s = shared.saved(ctx)
+        b, states_c = s.buffers, s.states_c
+        states, alphas, tanh, gates, cand = b.states, b.alphas, b.tanh, b.gates, b.cand
         T, B, H = states.shape
-        S, A, C, p = tanh.shape[2], tanh.shape[3], contexts.shape[2], ctx.precision
+        S, A, C, p = tanh.shape[2], tanh.shape[3], b.contexts.shape[2], ctx.precision
         d_states, d_contexts = p.steps_first(d_states), p.steps_first(d_contexts)
         d_alphas = p.steps_first(d_alphas) if d_alphas is not None else None
         dx, dx_c = p.buffer(states, T, B, 3 * H, zero=True), _companion(p, states, T, B, 3 * H)  # the last step's rows stay 0
@@ -153,9 +159,9 @@ class AttentiveGRUKernels(torch.autograd.Function):
         base, dh = p.buffer(states, B, H, zero=True), p.buffer(states, B, H)
         # [dz dr | dq] in the products' dtype: one product with [U_zr; W_a] gives both terms of the previous state's gradient.
         zq, mgq, drh, dcx = _companion(p, states, B, 2 * H + A), _companion(p, states, B, H), _companion(p, states, B, H), _companion(p, states, B, C)
-        v = v_a.reshape(A).to(p.acc)
-        W_zq = torch.cat([U_gates, W_a]).to(p.compute)  # [2H + A, H]
-        C_m, Uc = C_in.to(p.compute), U_cand.to(p.compute)
+        v = s.v_a.reshape(A).to(p.acc)
+        W_zq = torch.cat([s.U_gates, s.W_a]).to(p.compute)  # [2H + A, H]
+        C_m, Uc = s.C_in.to(p.compute), s.U_cand.to(p.compute)
         for t in range(T - 1, -1, -1):
             if t + 1 < T:
                 GRUBackCand(base=base, recurrent=mgq, extra=d_states[t + 1], gates=gates[t], cand=cand[t], keep=None, dh=dh, dx=dx[t], dx_c=dx_c[t]).run()
@@ -166,7 +172,7 @@ class AttentiveGRUKernels(torch.autograd.Function):
                 d_ctx=d_contexts[t],
                 dcx=dcx if t + 1 < T else None,
                 d_alpha=d_alphas[t] if d_alphas is not None else None,
-                ann=annotations,
+                ann=s.annotations,
                 alpha=alphas[t],
                 v=v,
                 terms=tanh[t],
@@ -178,15 +184,8 @@ class AttentiveGRUKernels(torch.autograd.Function):
             ).run()
             torch.mm(zq, W_zq, out=mgq)
         ds0 = base + mgq.to(p.acc) + d_states[0]
-        dW_a = weight_grad(p, dq_all, states_c)
-        dv = (de_all.reshape(1, -1) @ tanh.reshape(-1, A)).reshape(v_a.shape)
-        dC_in = weight_grad(p, dx_c, contexts)
-        d_annotations = torch.bmm(alphas.permute(1, 2, 0), dc_all.transpose(0, 1))
-        # The GRU ran T − 1 steps, from states[0..T−2].
-        dU_gates = weight_grad(p, dx_c[:-1, :, : 2 * H], states_c[:-1])
-        dU_cand = weight_grad(p, dx_c[:-1, :, 2 * H :], rh[:-1])
-        db = dx[:-1, :, 2 * H :].sum((0, 1))
-        return ds0, dx.transpose(0, 1), d_keys, d_annotations, None, dW_a, dv, dC_in, dU_gates, dU_cand, db
+        weights = b.weight_grads(p, s.v_a, dq_all, de_all, dx, products=(dx_c, states_c))
+        return ds0, dx.transpose(0, 1), d_keys, shared.annotations_grad(alphas, dc_all), None, *weights
 
 
 def scan_directions(x: list[Tensor], mask: Tensor | None, reverse: list[bool], h0: list[Tensor], weights: list[tuple[Tensor, Tensor, Tensor]]) -> list[Tensor]:
@@ -262,20 +261,21 @@ class LSTMStackKernels(torch.autograd.Function):
                 fwd_mask=rows(fwd_mask[w]) if fwd_mask is not None else None,
             ).run()
         ctx.clip, ctx.shape = clip, (B, T, H, L)
-        ctx.save_for_backward(xh, xh_c, c, gates, c_raw, tanh_c, keep, fwd_mask, W, *upper)
+        shared.save(ctx, xh=xh, xh_c=xh_c, c=c, gates=gates, c_raw=c_raw, tanh_c=tanh_c, keep=keep, fwd_mask=fwd_mask, W=W, upper=list(upper))
         return xh[L : L + T, L - 1, :, H:].transpose(0, 1), xh[waves, :L, :, H:], c[waves]
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, d_out: Tensor, d_h: Tensor, d_c: Tensor) -> tuple[Tensor | None, ...]:
-        xh, xh_c, c, gates, c_raw, tanh_c, keep, fwd_mask, W, *upper = ctx.saved_tensors
+        s = shared.saved(ctx)
+        xh, xh_c, gates, keep, fwd_mask, upper = s.xh, s.xh_c, s.gates, s.keep, s.fwd_mask, s.upper
         (B, T, H, L), p, clip = ctx.shape, ctx.precision, ctx.clip
         waves = T + L - 1
         d_out = p.steps_first(d_out)
         d_gates, d_gates_c = p.buffer(xh, waves, L, B, 4 * H), _companion(p, xh, waves, L, B, 4 * H)
         d_xh = _companion(p, xh, waves + 1, L + 1, B, 2 * H)  # slot L stays 0: nothing reads the top layer's output there
         rest, dc = d_h.to(p.acc).reshape(L * B, H).clone(), d_c.to(p.acc).reshape(L * B, H).clone()
-        Wc = W.to(p.compute)  # [L, 4H, 2H]
+        Wc = s.W.to(p.compute)  # [L, 4H, 2H]
         rows = lambda a: a.reshape(-1, a.shape[-1])
         for w in range(waves - 1, -1, -1):
             t = w - (L - 1)  # the top layer's step in this wave
@@ -288,9 +288,9 @@ class LSTMStackKernels(torch.autograd.Function):
                 keep=rows(keep[w]),
                 dc=dc,
                 gates=rows(gates[w]),
-                c_prev=rows(c[w]),
-                tanh_c=rows(tanh_c[w]),
-                c_raw=rows(c_raw[w]),
+                c_prev=rows(s.c[w]),
+                tanh_c=rows(s.tanh_c[w]),
+                c_raw=rows(s.c_raw[w]),
                 clip=clip,
                 d_gates=rows(d_gates[w]),
                 d_gates_c=rows(d_gates_c[w]),
@@ -305,66 +305,47 @@ class LSTMStackKernels(torch.autograd.Function):
         return d_x1, None, None, None, *grads
 
 
-def _forms(loop: FeedLoop) -> tuple[str, str]:
-    """The kernels' forms of the loop's score and kind (attention.py's Score.form and Kind.form)."""
-    return LUONG_SCORES[loop.attention.score].form, LUONG_KINDS[loop.attention.kind].form
+def _forms(loop: shared.FeedLoop) -> tuple[ScoreForm, KindForm]:
+    """The kernel forms of the loop's score and kind (which attention.py's Score.form and Kind.form name)."""
+    return SCORE_FORMS[loop.attention.score_form], KIND_FORMS[loop.attention.kind_form]
 
 
-def _attention_operands(loop: FeedLoop, keys: Tensor, annotations: Tensor, mask: Tensor, v_a: Tensor | None, v_p: Tensor | None) -> dict[str, Any]:
-    """What every step's attention stage reads, forward and back: the keys, the annotations and their mask, v_a and
-    v_p, the window, the source's order and the score's and kind's forms."""
-    score, kind = _forms(loop)
+def _at(buffers: dict[str, Tensor | None], t: int) -> dict[str, Tensor | None]:
+    """Step t's rows of buffers of every step."""
+    return {name: b[t] if b is not None else None for name, b in buffers.items()}
+
+
+def _attention_operands(p: Precision, loop: shared.FeedLoop, w: shared.FeedTensors) -> dict[str, Tensor | None]:
+    """The tensors every step's attention stage reads, forward and back, as it reads them: the keys, the annotations and
+    their mask, v_a and v_p."""
+    v_a, v_p = (v.reshape(-1).to(p.acc) if v is not None else None for v in (w.attention.score_vector, w.attention.kind_vector))  # [1, H] -> [H]
+    keys, annotations = w.keys.to(p.acc).contiguous(), w.annotations.to(p.acc).contiguous()
+    return {"keys": keys, "mask": loop.source.mask.to(p.acc), "ann": annotations, "v_a": v_a, "v_p": v_p}
+
+
+def _attention_settings(loop: shared.FeedLoop) -> dict[str, Any]:
+    """What else the attention stages read: the window, the source's order and the names of the score's and kind's forms."""
     att = loop.attention
-    return {
-        "keys": keys,
-        "mask": mask,
-        "ann": annotations,
-        "v_a": v_a,
-        "v_p": v_p,
-        "window": att.window,
-        "reversed_source": att.reversed_source,
-        "score": score,
-        "kind": kind,
-    }
+    return {"window": att.window, "reversed_source": att.reversed_source, "score": att.score_form, "kind": att.kind_form}
 
 
-@dataclass(frozen=True)
-class QueryWeights:
-    """What the kernels read of a Luong attention, as its score's and kind's registry entries hand it (attention.Score
-    and Kind `weights`): the query product's blocks of rows (the score's W_a for concat and location, over the kind's
-    W_p for local-p), v_a and v_p; and where each sits among the attention's parameters, where its gradient goes."""
+def _query_blocks(a: shared.AttentionTensors) -> list[Tensor]:
+    """The blocks of rows of the query product W_q h_t the score and the kind hand over: the score's W_a (concat: H
+    rows; location: one per slot) over the kind's W_p (local-p: H rows)."""
+    return [w for w in (a.score_query, a.kind_query) if w is not None]
 
-    blocks: tuple[Tensor, ...]
-    v_a: Tensor | None
-    v_p: Tensor | None
-    places: tuple[int, ...]  # of the blocks, then v_a and v_p where given, in the attention's parameters
 
-    @staticmethod
-    def of(attention: Any) -> QueryWeights:
-        score, kind = LUONG_SCORES[attention.score].weights(attention), LUONG_KINDS[attention.kind].weights(attention)
-        blocks = tuple(w for w in (score.query, kind.query) if w is not None)
-        place = {id(p): i for i, p in enumerate(attention.parameters())}
-        handed = [*blocks, *(v for v in (score.vector, kind.vector) if v is not None)]
-        if any(id(w) not in place for w in handed):
-            raise ValueError(
-                f"Luong's score {attention.score!r} or attention {attention.kind!r} hands the kernels a tensor that is not one of the attention's parameters"
-            )
-        return QueryWeights(blocks, score.vector, kind.vector, tuple(place[id(w)] for w in handed))
-
-    def product(self) -> Tensor | None:
-        """W_q [Q, H], the blocks stacked; None where no query product is needed (dot)."""
-        return torch.cat(self.blocks) if self.blocks else None
-
-    def gradients(self, parameters: Sequence[Tensor], d_Wq: Tensor | None, d_v_a: Tensor | None, d_v_p: Tensor | None) -> list[Tensor]:
-        """Each of the attention's `parameters`' gradient from W_q's, v_a's and v_p's; 0 for those that act outside the loop
-        (general's W_a, on the keys)."""
-        own = [torch.zeros_like(w) for w in parameters]
-        first = 0
-        for place, block in zip(self.places, self.blocks):  # W_q's rows, block by block (views: no copy)
-            own[place], first = d_Wq[first : first + block.shape[0]], first + block.shape[0]
-        for place, grad in zip(self.places[len(self.blocks) :], (d for d in (d_v_a, d_v_p) if d is not None)):
-            own[place] = grad.reshape(parameters[place].shape)
-        return own
+def _attention_grads(a: shared.AttentionTensors, d_Wq: Tensor | None, d_v_a: Tensor | None, d_v_p: Tensor | None) -> shared.AttentionTensors:
+    """The gradients of the attention's tensors from W_q's (its blocks' rows, views: no copy), v_a's and v_p's; 0 for the
+    others, which act outside the loop (general's W_a, on the keys)."""
+    rows = a.score_query.shape[0] if a.score_query is not None else 0
+    return shared.AttentionTensors(
+        score_query=d_Wq[:rows] if a.score_query is not None else None,
+        kind_query=d_Wq[rows:] if a.kind_query is not None else None,
+        score_vector=d_v_a.reshape(a.score_vector.shape) if a.score_vector is not None else None,
+        kind_vector=d_v_p.reshape(a.kind_vector.shape) if a.kind_vector is not None else None,
+        others=[torch.zeros_like(w) for w in a.others],
+    )
 
 
 @dataclass
@@ -441,102 +422,79 @@ class LuongFeedKernels(torch.autograd.Function):
     (SCORE_FORMS, KIND_FORMS: global, local-m, local-p; dot, general, concat, location): per step and layer a
     product [W_ih W_hh]·[x; h] and one
     kernel for the cell (which also writes the next layer's dropped-out input); the query product h_t·W_qᵀ where
-    the score or local-p needs one (W_a h_t, W_p h_t: `QueryWeights`); one kernel for the attention
+    the score or local-p needs one (W_a h_t, W_p h_t: `_query_blocks`); one kernel for the attention
     (scores, window, softmax, Gaussian, context); one product W_c [c; h_top] and one kernel for h̃ = tanh(·) (which
     writes the next step's fed input); back the same, with the query's gradient as one product W_qᵀ·dq that the
     top layer's cell kernel adds in. nmt.matlab's attnLayerForward.m/attnLayerBackprop.m compute the same per
-    step. Inputs: the FeedLoop, then FeedTensors.flat()."""
+    step. Inputs: the FeedLoop, then FeedTensors.flat() (shared.py)."""
 
     @staticmethod
     @explicit_precision
-    def forward(ctx: Any, loop: FeedLoop, *flat: Tensor | None) -> tuple[Tensor, Tensor]:
+    def forward(ctx: Any, loop: shared.FeedLoop, *flat: Tensor | None) -> tuple[Tensor, Tensor]:
         L, clip, p = loop.layers, loop.clip, ctx.precision
         feed_mask, layer_masks = loop.feed_mask, loop.layer_masks
         score, kind = _forms(loop)
-        w = FeedTensors.of(flat, L)
-        x1, h0, c0, bias, b_c = w.x1, w.h0, w.c0, w.bias, w.b_c
-        weights = QueryWeights.of(loop.attention)
-        W_q = weights.product()
-        v_a, v_p = (v.reshape(-1).to(p.acc) if v is not None else None for v in (weights.v_a, weights.v_p))  # [1, H] -> [H]
-        keys, annotations = w.keys.to(p.acc).contiguous(), w.annotations.to(p.acc).contiguous()
-        mask = loop.source.mask.to(p.acc)
-        attention = _attention_operands(loop, keys, annotations, mask, v_a, v_p)
-        B, T, H4 = x1.shape
-        H, S, Q = H4 // 4, annotations.shape[1], W_q.shape[0] if W_q is not None else 0
-        local_p = kind == "local-p"
-        xs = p.steps_first(x1)
-        # xh[l, t] = [layer l's input at step t (layer 1: the fed h̃); its state before step t], also in the products' dtype.
-        xh, xh_c = p.buffer(x1, L, T + 1, B, 2 * H, zero=True), _companion(p, x1, L, T + 1, B, 2 * H)
-        xh[:, 0, :, H:], xh_c[:, 0, :, H:] = h0, h0
-        c = p.buffer(x1, L, T + 1, B, H)
-        c[:, 0] = c0
-        gates, c_raw, tanh_c = p.buffer(x1, L, T, B, 4 * H), p.buffer(x1, L, T, B, H), p.buffer(x1, L, T, B, H)
-        h_tilde, contexts, alphas = p.buffer(x1, T + 1, B, H, zero=True), p.buffer(x1, T, B, H), p.buffer(x1, T, B, S)
-        queries = _companion(p, x1, T, B, Q) if Q else None
-        soft, pos, tanh_u = (p.buffer(x1, T, B, S), p.buffer(x1, T, B), p.buffer(x1, T, B, H)) if local_p else (None, None, None)
-        ctop_c, gemm, pre = _companion(p, x1, B, 2 * H), _companion(p, x1, B, 4 * H), _companion(p, x1, B, H)
-        W = [torch.cat((a, b), 1).to(p.compute) for a, b in zip(w.W_ih, w.W_hh)]
+        w = loop.tensors(flat)
+        blocks = _query_blocks(w.attention)
+        W_q = torch.cat(blocks) if blocks else None
+        operands = _attention_operands(p, loop, w)
+        attention = {**operands, **_attention_settings(loop)}
+        B, T, H4 = w.x1.shape
+        H, S, Q = H4 // 4, w.annotations.shape[1], W_q.shape[0] if W_q is not None else 0
+        xs = p.steps_first(w.x1)
+        b = shared.FeedBuffers.start(p, w)
+        xh, h_tilde, contexts, alphas = b.xh, b.h_tilde, b.contexts, b.alphas
+        xh_c = _companion(p, w.x1, L, T + 1, B, 2 * H)  # xh in the products' dtype
+        xh_c[:, 0, :, H:] = w.h0
+        queries = _companion(p, w.x1, T, B, Q) if Q else None
+        kept = kind.kept(p, w.x1, T, B, S, H)
+        ctop_c, gemm, pre = _companion(p, w.x1, B, 2 * H), _companion(p, w.x1, B, 4 * H), _companion(p, w.x1, B, H)
+        W = [torch.cat((W_ih, W_hh), 1).to(p.compute) for W_ih, W_hh in zip(w.W_ih, w.W_hh)]
         Wc = torch.cat((w.Wc_c, w.Wc_h), 1).to(p.compute)  # [H, 2H], read as W_c [c; h_top]
         Wq_t = W_q.t().to(p.compute) if Q else None
         at = lambda a, t: a[t] if a is not None else None  # noqa: E731
-        stack = _FeedStack(W, bias, clip, layer_masks, xh, xh_c, c, gates, c_raw, tanh_c)
+        stack = _FeedStack(W, w.bias, clip, layer_masks, xh, xh_c, b.c, b.gates, b.c_raw, b.tanh_c)
         for t in range(T):
             stack.step(t, xs[t], gemm, ctop_c[:, H:])
             if Q:
                 torch.mm(ctop_c[:, H:], Wq_t, out=queries[t])
             LuongStep(
-                **attention,
-                top=xh[L - 1, t + 1, :, H:],
-                q=at(queries, t),
-                step=t,
-                alpha=alphas[t],
-                soft=at(soft, t),
-                ctx=contexts[t],
-                ctx_c=ctop_c[:, :H],
-                pos=at(pos, t),
-                tanh_u=at(tanh_u, t),
+                **attention, top=xh[L - 1, t + 1, :, H:], q=at(queries, t), step=t, alpha=alphas[t], ctx=contexts[t], ctx_c=ctop_c[:, :H], **_at(kept, t)
             ).run()
             torch.mm(ctop_c, Wc.t(), out=pre)
             fed = t + 1 < T
             FeedTanh(
-                bias=b_c,
+                bias=w.b_c,
                 pre=pre,
                 h_tilde=h_tilde[t + 1],
                 fed=xh[0, t + 1, :, :H] if fed else None,
                 fed_c=xh_c[0, t + 1, :, :H] if fed else None,
                 fed_mask=feed_mask[t + 1] if fed and feed_mask is not None else None,
             ).run()
-        ctx.loop, ctx.weights = loop, weights
-        ctx.save_for_backward(
-            xh, xh_c, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, keys, annotations, mask, Wc, W_q, v_a, v_p, queries, soft, pos, tanh_u, *W, *flat
-        )
-        return h_tilde[1:].transpose(0, 1), alphas.transpose(0, 1)
+        ctx.loop = loop
+        shared.save(ctx, buffers=b, W=W, tensors=w, xh_c=xh_c, operands=operands, Wc=Wc, W_q=W_q, queries=queries, kept=kept)
+        return b.outputs()
 
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, d_h_tilde: Tensor, d_alphas: Tensor | None) -> tuple[Tensor | None, ...]:
-        loop, p = ctx.loop, ctx.precision
+        loop, p, s = ctx.loop, ctx.precision, shared.saved(ctx)
         L, clip, feed_mask, layer_masks = loop.layers, loop.clip, loop.feed_mask, loop.layer_masks
         score, kind = _forms(loop)
-        xh, xh_c, c, gates, c_raw, tanh_c, h_tilde, contexts, alphas, keys, annotations, mask, Wc, W_q, v_a, v_p, queries, soft, pos, tanh_u, *saved = (
-            ctx.saved_tensors
-        )
-        W, w = saved[:L], FeedTensors.of(saved[L:], L)
-        attention = _attention_operands(loop, keys, annotations, mask, v_a, v_p)
-        stack = _FeedStack(W, w.bias, clip, layer_masks, xh, xh_c, c, gates, c_raw, tanh_c)
-        T, B, H = contexts.shape
-        S, Q = annotations.shape[1], W_q.shape[0] if W_q is not None else 0
-        d_h_tilde = p.steps_first(d_h_tilde)
-        d_alphas = p.steps_first(d_alphas) if d_alphas is not None else None
-        d_gates, d_gates_c = p.buffer(contexts, L, T, B, 4 * H), _companion(p, contexts, L, T, B, 4 * H)
-        d_pre, d_contexts, d_scores = p.buffer(contexts, T, B, H), p.buffer(contexts, T, B, H), p.buffer(contexts, T, B, S)
-        d_pre_c, d_ctop, d_below = _companion(p, contexts, B, H), _companion(p, contexts, B, 2 * H), p.buffer(contexts, B, H)
-        d_xh = _companion(p, contexts, L, B, 2 * H)  # per layer: d[x; h] of the step after the current one
-        dc = p.buffer(contexts, L, B, H, zero=True)
-        dq, dq_c, dq_top = (p.buffer(contexts, T, B, Q), _companion(p, contexts, B, Q), _companion(p, contexts, B, H)) if Q else (None, None, None)
-        concat = score == "concat"
-        d_keys, dv_rows = (p.buffer(contexts, B, S, H, zero=True), p.buffer(contexts, B, H, zero=True)) if concat else (None, None)
-        dz = p.buffer(contexts, T, B) if kind == "local-p" else None
+        b, w, xh, xh_c, W_q = s.buffers, s.tensors, s.buffers.xh, s.xh_c, s.W_q
+        attention = {**s.operands, **_attention_settings(loop)}
+        stack = _FeedStack(s.W, w.bias, clip, layer_masks, xh, xh_c, b.c, b.gates, b.c_raw, b.tanh_c)
+        T, B, H = b.contexts.shape
+        S, Q = b.alphas.shape[2], W_q.shape[0] if W_q is not None else 0
+        back = shared.FeedBack.start(p, b, w, d_h_tilde, d_alphas)
+        d_h_tilde, d_alphas, d_gates, d_pre = back.d_h_tilde, back.d_alphas, back.d_gates, back.d_pre
+        d_gates_c = _companion(p, b.contexts, L, T, B, 4 * H)
+        d_contexts, d_scores = p.buffer(b.contexts, T, B, H), p.buffer(b.contexts, T, B, S)
+        d_pre_c, d_ctop, d_below = _companion(p, b.contexts, B, H), _companion(p, b.contexts, B, 2 * H), p.buffer(b.contexts, B, H)
+        d_xh = _companion(p, b.contexts, L, B, 2 * H)  # per layer: d[x; h] of the step after the current one
+        dc = p.buffer(b.contexts, L, B, H, zero=True)
+        dq, dq_c, dq_top = (p.buffer(b.contexts, T, B, Q), _companion(p, b.contexts, B, Q), _companion(p, b.contexts, B, H)) if Q else (None, None, None)
+        added, written = score.accumulators(p, b.contexts, B, S, H), kind.back_buffers(p, b.contexts, T, B)
         Wq = W_q.to(p.compute) if Q else None
         at = lambda a, t: a[t] if a is not None else None  # noqa: E731
         for t in range(T - 1, -1, -1):
@@ -545,47 +503,41 @@ class LuongFeedKernels(torch.autograd.Function):
                 d_h_tilde=d_h_tilde[t],
                 d_fed=d_xh[0, :, :H] if fed else None,
                 fed_mask=feed_mask[t + 1] if fed and feed_mask is not None else None,
-                h_tilde=h_tilde[t + 1],
+                h_tilde=b.h_tilde[t + 1],
                 d_pre=d_pre[t],
                 d_pre_c=d_pre_c,
             ).run()
-            torch.mm(d_pre_c, Wc, out=d_ctop)
+            torch.mm(d_pre_c, s.Wc, out=d_ctop)
             LuongStepBack(
                 **attention,
                 d_ctop=d_ctop,
                 d_alpha=at(d_alphas, t),
-                alpha=alphas[t],
-                soft=at(soft, t),
-                q=at(queries, t),
-                pos=at(pos, t),
-                tanh_u=at(tanh_u, t),
+                alpha=b.alphas[t],
+                q=at(s.queries, t),
                 d_ctx=d_contexts[t],
                 d_scores=d_scores[t],
                 d_below=d_below,
                 dq=at(dq, t),
                 dq_c=dq_c,
-                d_keys=d_keys,
-                dv_rows=dv_rows,
-                dz=at(dz, t),
+                **added,
+                **_at(s.kept, t),
+                **_at(written, t),
             ).run()
             if Q:
                 torch.mm(dq_c, Wq, out=dq_top)
             stack.step_back(t, d_below, dq_top, d_xh, dc, d_gates, d_gates_c)
-        tops, tops_c = xh[L - 1, 1:, :, H:], xh_c[L - 1, 1:, :, H:]
-        grads: list[Tensor | None] = []
-        for layer in range(L):
-            d_W = weight_grad(p, d_gates_c[layer], xh_c[layer, :T])
-            grads += [d_W[:, :H], d_W[:, H:], d_gates[layer].sum((0, 1)) if w.bias[layer] is not None else None]
-        grads += [weight_grad(p, d_pre, contexts), weight_grad(p, d_pre, tops), d_pre.sum((0, 1)) if w.b_c is not None else None]
-        # The keys: a dot-product score reads them (their outer products with h_t, summed over the steps), concat's tanh
-        # (accumulated by the kernel); the location score reads none.
-        d_keys = torch.bmm(d_scores.permute(1, 2, 0), tops.transpose(0, 1)) if score == "dot" else d_keys
-        grads += [d_keys, torch.bmm(alphas.permute(1, 2, 0), d_contexts.transpose(0, 1))]
-        d_Wq = weight_grad(p, dq, tops_c) if Q else None
-        d_v_a = dv_rows.sum(0) if concat else None
-        d_v_p = dz.reshape(1, -1) @ tanh_u.reshape(-1, H) if kind == "local-p" else None
-        grads += ctx.weights.gradients(w.attention, d_Wq, d_v_a, d_v_p)
-        return (None, d_gates[0].transpose(0, 1), d_xh[:, :, H:].to(p.acc), dc, *grads)
+        d_keys, d_v_a = score.gradients(b, d_scores, added)
+        d_Wq = weight_grad(p, dq, xh_c[L - 1, 1:, :, H:]) if Q else None
+        grads = back.gradients(
+            p,
+            (d_gates_c, xh_c),
+            h0=d_xh[:, :, H:].to(p.acc),
+            c0=dc,
+            keys=d_keys,
+            annotations=shared.annotations_grad(b.alphas, d_contexts),
+            attention=_attention_grads(w.attention, d_Wq, d_v_a, kind.gradient(s.kept, written)),
+        )
+        return (None, *grads.flat())
 
 
 def lstm_stack(net: nn.LSTM, x: Tensor, mask: Tensor, clip: float | None, training: bool) -> tuple[Tensor, tuple[Tensor, Tensor]]:
@@ -614,19 +566,17 @@ def _kernel_forms(model_cfg: dict[str, Any]) -> str | None:
     return None
 
 
-class KernelLoops(FusedLoops):
+class KernelLoops(shared.FastLoops):
     """The loops with each step's pointwise work as one stage (LuongFeedKernels for every score and kind with a kernel
-    form; the other decoders without input feeding run their steps as fused.py's do)."""
+    form; a Luong decoder without input feeding runs its own steps)."""
 
     name: ClassVar[str] = "kernels"
-    decoders: ClassVar[dict[str, Any]] = {"additive": lambda decoder, *args: additive_loop(AttentiveGRUKernels, decoder, *args), "none": fixed_context_loop}
+    decoders: ClassVar[dict[str, shared.BahdanauForm]] = {"additive": partial(shared.additive_loop, AttentiveGRUKernels), "none": shared.fixed_context_loop}
     encoder_layers = staticmethod(lstm_stack)
     feed_loop = LuongFeedKernels
 
     def unsupported(self, model_cfg: dict[str, Any], part: str) -> str | None:
-        if part != "decoder":
-            return None
-        return bahdanau_unsupported(self.decoders, model_cfg, self.name) or _kernel_forms(model_cfg)
+        return super().unsupported(model_cfg, part) or (_kernel_forms(model_cfg) if part == "decoder" else None)
 
     def gru_scans(self, grus: Sequence[Any], inputs: Sequence[Tensor], mask: Tensor | None, reverse: Sequence[bool], h0: Sequence[Tensor]) -> list[Tensor]:
         return scan_directions(list(inputs), mask, list(reverse), list(h0), [g.recurrent_weights() for g in grus])

@@ -3,10 +3,14 @@ and back: each stage's operands, torch reference (attention.py's and decoders.py
 launch each, one program per sentence for the attention.
 
 nmt.matlab's attnLayerForward.m and attnLayerBackprop.m compute the same per step. The kernels compile one variant per
-score and kind form (attention.py's Score.form and Kind.form, the names in SCORE_FORMS and KIND_FORMS).
+score and kind form (attention.py's Score.form and Kind.form). Each form is one object here (`ScoreForm`, `KindForm`,
+by name in SCORE_FORMS and KIND_FORMS): its pieces of the two stages' torch references, what the loop keeps and adds up
+for it and what it ends with; its branch in the two attention kernels is the rest of it.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -27,11 +31,8 @@ from rnnmt.recurrence.kernels.triton_common import (
     tanh,
     tl,
 )
-
-# The fast forms of Luong's scores and kinds the kernels compute (attention.py's Score.form and Kind.form); the kernels
-# take the form's name as their SCORE or KIND and compile its branch alone.
-SCORE_FORMS = ("dot", "concat", "location")
-KIND_FORMS = ("global", "local-m", "local-p")
+from rnnmt.recurrence.precision import Precision
+from rnnmt.recurrence.shared import FeedBuffers
 
 
 def _luong_positions(mask: Tensor, reversed_source: bool) -> tuple[Tensor, Tensor, Tensor]:
@@ -42,11 +43,213 @@ def _luong_positions(mask: Tensor, reversed_source: bool) -> tuple[Tensor, Tenso
     return real, n, n.unsqueeze(1) - 1 - s if reversed_source else s.expand(mask.shape[0], -1)
 
 
+class ScoreForm:
+    """A Luong score's kernel form, which attention.py's Score.form names: the pieces of the stages' torch references
+    that are the score's, what the loop's backward pass adds up for it at every step and what it ends with. `name` is
+    its branch (SCORE) in the Triton kernels `_luong_attention` and `_luong_attention_back`. The query product's first
+    columns are the score's (its FastWeights' query)."""
+
+    name: ClassVar[str]
+
+    def energies(self, step: LuongStep, n: Tensor) -> Tensor:
+        """score(h_t, h̄_s) of the step [B, S], for sentences of lengths n [B]."""
+        raise NotImplementedError
+
+    def back(self, step: LuongStepBack, n: Tensor) -> Tensor | None:
+        """From the scores' gradient (step.d_scores), the score's own gradients (its columns of dq, its accumulators);
+        returns its term of h_t's gradient, None where it has none."""
+        return None
+
+    def slots(self, columns: int) -> int:
+        """The kernels' P (location's slots) from the query product's columns the score reads."""
+        return 0
+
+    def accumulators(self, p: Precision, like: Tensor, B: int, S: int, H: int) -> dict[str, Tensor | None]:
+        """The backward stage's operands the score adds into at every step, zeroed (None: it has none)."""
+        return {"d_keys": None, "dv_rows": None}
+
+    def gradients(self, buffers: FeedBuffers, d_scores: Tensor, added: dict[str, Tensor | None]) -> tuple[Tensor | None, Tensor | None]:
+        """After the loop: the keys' gradient and v_a's from the scores' gradients [T, B, S] and the accumulators (None
+        where the score reads none)."""
+        return None, None
+
+
+class Dot(ScoreForm):
+    """dot and general: keys·h_t (general's keys W_a h̄_s, made outside the loop)."""
+
+    name = "dot"
+
+    def energies(self, step: LuongStep, n: Tensor) -> Tensor:
+        return attention.dot_energies(widened(step.top).unsqueeze(1), step.keys).squeeze(1)
+
+    def back(self, step: LuongStepBack, n: Tensor) -> Tensor | None:
+        return torch.bmm(step.d_scores.unsqueeze(1), step.keys).squeeze(1)
+
+    def gradients(self, buffers: FeedBuffers, d_scores: Tensor, added: dict[str, Tensor | None]) -> tuple[Tensor | None, Tensor | None]:
+        return buffers.dot_keys_grad(d_scores), None
+
+
+class Concat(ScoreForm):
+    """v_a·tanh(h̄_s + W_a h_t), W_a h_t the query product's first H columns; the keys' and v_a's gradients add up in
+    the backward stage."""
+
+    name = "concat"
+
+    def energies(self, step: LuongStep, n: Tensor) -> Tensor:
+        H, S = step.ann.shape[2], step.ann.shape[1]
+        terms = attention.additive_terms(step.keys, widened(step.q[:, :H]).unsqueeze(1))
+        return attention.additive_energies(terms.reshape(-1, H), step.v_a.view(1, H)).view(-1, S)
+
+    def back(self, step: LuongStepBack, n: Tensor) -> Tensor | None:
+        H = step.ann.shape[2]
+        t = attention.additive_terms(step.keys, widened(step.q[:, :H]).unsqueeze(1)).squeeze(1)
+        d_pre = attention.additive_terms_grad(step.d_scores, widened(step.v_a), t)
+        step.d_keys += d_pre
+        torch.sum(d_pre, dim=1, out=step.dq[:, :H])
+        step.dv_rows += (step.d_scores.unsqueeze(2) * t).sum(1)
+        return None
+
+    def accumulators(self, p: Precision, like: Tensor, B: int, S: int, H: int) -> dict[str, Tensor | None]:
+        return {"d_keys": p.buffer(like, B, S, H, zero=True), "dv_rows": p.buffer(like, B, H, zero=True)}
+
+    def gradients(self, buffers: FeedBuffers, d_scores: Tensor, added: dict[str, Tensor | None]) -> tuple[Tensor | None, Tensor | None]:
+        return added["d_keys"], added["dv_rows"].sum(0)
+
+
+class Location(ScoreForm):
+    """(W_a h_t) at each position's slot P − n + s, one query column per slot; positions read before the first slot
+    get none. It reads no keys."""
+
+    name = "location"
+
+    def slots(self, columns: int) -> int:
+        return columns
+
+    def energies(self, step: LuongStep, n: Tensor) -> Tensor:
+        slots = step.q.shape[1] - KIND_FORMS[step.kind].columns(step.ann.shape[2])
+        return attention.location_energies(widened(step.q[:, :slots]).unsqueeze(1), n.long(), step.ann.shape[1]).squeeze(1)
+
+    def back(self, step: LuongStepBack, n: Tensor) -> Tensor | None:
+        slots = step.dq.shape[1] - KIND_FORMS[step.kind].columns(step.ann.shape[2])
+        slot = torch.arange(step.mask.shape[1], device=step.mask.device) + (slots - n.long()).unsqueeze(1)
+        taken = step.d_scores * (slot >= 0)
+        step.dq[:, :slots] = torch.zeros_like(step.dq[:, :slots]).scatter_add_(1, slot.clamp(0, slots - 1), taken)
+        return None
+
+
+class KindForm:
+    """A Luong attention kind's kernel form, which attention.py's Kind.form names: the pieces of the stages' torch
+    references that are the kind's, what the loop keeps for it at every step and what it ends with. `name` is its branch
+    (KIND) in the Triton kernels. The query product's last columns are the kind's (its FastWeights' query)."""
+
+    name: ClassVar[str]
+
+    def columns(self, H: int) -> int:
+        """The query product's columns the kind reads."""
+        return 0
+
+    def inv_two_var(self, window: int) -> float:
+        """The kernels' 1 / 2σ² of a Gaussian over the window (σ = D/2); 0 without one."""
+        return 0.0
+
+    def centre(self, step: LuongStep, n: Tensor) -> Tensor | None:
+        """The window's centre [B] at the step (None: no window), for sentences of lengths n [B]."""
+        return None
+
+    def weigh(self, step: LuongStep, weights: Tensor, original: Tensor) -> Tensor:
+        """α from the softmax over the allowed positions, at the original word positions [B, S]."""
+        return weights
+
+    def through(self, step: LuongStepBack, d_weights: Tensor, original: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Back through `weigh`: the softmax's output and its gradient, and the window centre's gradient (None: none)."""
+        return step.alpha, d_weights, None
+
+    def back(self, step: LuongStepBack, n: Tensor, d_centre: Tensor | None) -> None:
+        """From the centre's gradient, the kind's own (its columns of dq, dz)."""
+
+    def kept(self, p: Precision, like: Tensor, T: int, B: int, S: int, H: int) -> dict[str, Tensor | None]:
+        """The forward stage's outputs the kind keeps for every step, which the backward stage reads (None: none)."""
+        return {"soft": None, "pos": None, "tanh_u": None}
+
+    def back_buffers(self, p: Precision, like: Tensor, T: int, B: int) -> dict[str, Tensor | None]:
+        """The backward stage's outputs the kind writes at every step (None: none)."""
+        return {"dz": None}
+
+    def gradient(self, kept: dict[str, Tensor | None], written: dict[str, Tensor | None]) -> Tensor | None:
+        """After the loop: v_p's gradient (None where the kind has no vector)."""
+        return None
+
+
+class Global(KindForm):
+    """Every position."""
+
+    name = "global"
+
+
+class LocalM(KindForm):
+    """The window [p_t − D, p_t + D] centred on the target step, at most on the last word."""
+
+    name = "local-m"
+
+    def centre(self, step: LuongStep, n: Tensor) -> Tensor | None:
+        return attention.monotonic_centre(torch.full((1,), step.step, device=n.device), n.unsqueeze(1)).squeeze(1)
+
+
+class LocalP(KindForm):
+    """p_t = n·σ(v_p·tanh(W_p h_t)), W_p h_t the query product's last H columns; the window centred on ⌊p_t⌋, which
+    has no gradient, and the softmax times exp(−(s − p_t)² / 2σ²), not renormalised."""
+
+    name = "local-p"
+
+    def columns(self, H: int) -> int:
+        return H
+
+    def inv_two_var(self, window: int) -> float:
+        return 1.0 / (2 * (window / 2) ** 2)
+
+    def centre(self, step: LuongStep, n: Tensor) -> Tensor | None:
+        H, Q = step.ann.shape[2], step.q.shape[1]
+        step.pos.copy_(attention.predicted_position(n, widened(step.q[:, Q - H :]), step.v_p.view(1, H), terms=step.tanh_u))
+        return torch.floor(step.pos)
+
+    def weigh(self, step: LuongStep, weights: Tensor, original: Tensor) -> Tensor:
+        step.soft.copy_(weights)
+        return weights * attention.gaussian(original - step.pos.unsqueeze(1), step.window)
+
+    def through(self, step: LuongStepBack, d_weights: Tensor, original: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        offset = original.to(step.pos.dtype) - step.pos.unsqueeze(1)
+        gauss = attention.gaussian(offset, step.window)
+        d_pos = (d_weights * step.soft * gauss * offset).sum(1) / (step.window / 2) ** 2
+        return step.soft, d_weights * gauss, d_pos
+
+    def back(self, step: LuongStepBack, n: Tensor, d_centre: Tensor | None) -> None:
+        H = step.ann.shape[2]
+        sig = step.pos / n.to(step.pos.dtype)
+        torch.mul(d_centre * n.to(step.pos.dtype), sig * (1.0 - sig), out=step.dz)
+        torch.mul(step.dz.unsqueeze(1) * widened(step.v_p), 1.0 - step.tanh_u * step.tanh_u, out=step.dq[:, step.dq.shape[1] - H :])
+
+    def kept(self, p: Precision, like: Tensor, T: int, B: int, S: int, H: int) -> dict[str, Tensor | None]:
+        return {"soft": p.buffer(like, T, B, S), "pos": p.buffer(like, T, B), "tanh_u": p.buffer(like, T, B, H)}
+
+    def back_buffers(self, p: Precision, like: Tensor, T: int, B: int) -> dict[str, Tensor | None]:
+        return {"dz": p.buffer(like, T, B)}
+
+    def gradient(self, kept: dict[str, Tensor | None], written: dict[str, Tensor | None]) -> Tensor | None:
+        tanh_u = kept["tanh_u"]
+        return written["dz"].reshape(1, -1) @ tanh_u.reshape(-1, tanh_u.shape[-1])
+
+
+# The kernel forms by name (attention.py's Score.form and Kind.form): the kernels take a form's name as their SCORE or
+# KIND and compile its branch alone.
+SCORE_FORMS: dict[str, ScoreForm] = {form.name: form for form in (Dot(), Concat(), Location())}
+KIND_FORMS: dict[str, KindForm] = {form.name: form for form in (Global(), LocalM(), LocalP())}
+
+
 def _sizes(score: str, kind: str, window: int, S: int, H: int, Q: int) -> dict[str, int | float]:
-    """The attention kernels' sizes: S, H, the query product's columns Q, the location score's slots P (Q but for
-    local-p's last H; 0 for the other scores), 1 / 2σ² of local-p's Gaussian (σ = D/2) and the blocks of a row."""
-    slots = Q - (H if kind == "local-p" else 0) if score == "location" else 0
-    inv_two_var = 1.0 / (2 * (window / 2) ** 2) if kind == "local-p" else 0.0
+    """The attention kernels' sizes: S, H, the query product's columns Q, the location score's slots P (0 for the
+    other scores), 1 / 2σ² of local-p's Gaussian and the blocks of a row."""
+    slots = SCORE_FORMS[score].slots(Q - KIND_FORMS[kind].columns(H))
+    inv_two_var = KIND_FORMS[kind].inv_two_var(window)
     return {"S": S, "H": H, "Q": Q, "P": slots, "inv_two_var": inv_two_var, "BLOCK_S": positions_block(S), "BLOCK_H": columns_block(S)}
 
 
@@ -54,7 +257,7 @@ def _constants(stage: LuongStep | LuongStepBack) -> dict[str, object]:
     """The kernels' compile-time choices: the score's and kind's forms (attention.py's Score.form, Kind.form) and the
     source's order; one program (ATTENTION_WARPS warps) per sentence."""
     if stage.score not in SCORE_FORMS or stage.kind not in KIND_FORMS:  # a name no branch of the kernels takes
-        raise ValueError(f"stage {stage.name}: score {stage.score!r} or kind {stage.kind!r} has no kernel form ({SCORE_FORMS}, {KIND_FORMS})")
+        raise ValueError(f"stage {stage.name}: score {stage.score!r} or kind {stage.kind!r} has no kernel form ({tuple(SCORE_FORMS)}, {tuple(KIND_FORMS)})")
     return {"SCORE": stage.score, "KIND": stage.kind, "REVERSED": stage.reversed_source, "num_warps": ATTENTION_WARPS}
 
 
@@ -88,31 +291,15 @@ class LuongStep(Stage):
     tanh_u: Tensor | None
 
     def reference(self) -> None:
-        H, S = self.ann.shape[2], self.ann.shape[1]
+        score, kind = SCORE_FORMS[self.score], KIND_FORMS[self.kind]
         real, n, original = _luong_positions(self.mask, self.reversed_source)
         acc = self.alpha.dtype
         original, n = original.to(acc), n.to(acc)
         allowed = real
-        if self.kind == "local-m":
-            centre = attention.monotonic_centre(torch.full((1,), self.step, device=n.device), n.unsqueeze(1)).squeeze(1)
-        if self.kind == "local-p":
-            Q = self.q.shape[1]
-            self.pos.copy_(attention.predicted_position(n, widened(self.q[:, Q - H :]), self.v_p.view(1, H), terms=self.tanh_u))
-            centre = torch.floor(self.pos)
-        if self.kind != "global":
+        centre = kind.centre(self, n)
+        if centre is not None:
             allowed = allowed & attention.within_window(original - centre.unsqueeze(1), self.window)
-        if self.score == "dot":
-            energy = attention.dot_energies(widened(self.top).unsqueeze(1), self.keys).squeeze(1)
-        elif self.score == "concat":
-            terms = attention.additive_terms(self.keys, widened(self.q[:, :H]).unsqueeze(1))
-            energy = attention.additive_energies(terms.reshape(-1, H), self.v_a.view(1, H)).view(-1, S)
-        else:
-            slots = self.q.shape[1] - (H if self.kind == "local-p" else 0)
-            energy = attention.location_energies(widened(self.q[:, :slots]).unsqueeze(1), n.long(), S).squeeze(1)
-        weights = attention.attention_weights(energy.to(acc), allowed)
-        if self.kind == "local-p":
-            self.soft.copy_(weights)
-            weights = weights * attention.gaussian(original - self.pos.unsqueeze(1), self.window)
+        weights = kind.weigh(self, attention.attention_weights(score.energies(self, n).to(acc), allowed), original)
         self.alpha.copy_(weights)
         attention.attention_context(self.alpha.unsqueeze(1), self.ann, out=self.ctx.unsqueeze(1))
         self.ctx_c.copy_(self.ctx)
@@ -241,39 +428,18 @@ class LuongStepBack(Stage):
     dz: Tensor | None
 
     def reference(self) -> None:
+        score, kind = SCORE_FORMS[self.score], KIND_FORMS[self.kind]
+        _, n, original = _luong_positions(self.mask, self.reversed_source)
         H = self.ann.shape[2]
         self.d_ctx.copy_(self.d_ctop[:, :H])
         d_weights = torch.bmm(self.ann, self.d_ctx.unsqueeze(2)).squeeze(2)
         if self.d_alpha is not None:
             d_weights = d_weights + widened(self.d_alpha)
-        weights, d_soft = self.alpha, d_weights
-        if self.kind == "local-p":
-            real, n, original = _luong_positions(self.mask, self.reversed_source)
-            offset = original.to(self.pos.dtype) - self.pos.unsqueeze(1)
-            gauss = attention.gaussian(offset, self.window)
-            weights, d_soft = self.soft, d_weights * gauss
-            d_pos = (d_weights * self.soft * gauss * offset).sum(1) / (self.window / 2) ** 2
+        weights, d_soft, d_centre = kind.through(self, d_weights, original)
         attention.weights_grad(weights, d_soft, out=self.d_scores)
-        below = widened(self.d_ctop[:, H:])
-        if self.score == "dot":
-            below = below + torch.bmm(self.d_scores.unsqueeze(1), self.keys).squeeze(1)
-        self.d_below.copy_(below)
-        if self.score == "concat":
-            t = attention.additive_terms(self.keys, widened(self.q[:, :H]).unsqueeze(1)).squeeze(1)
-            d_pre = attention.additive_terms_grad(self.d_scores, widened(self.v_a), t)
-            self.d_keys += d_pre
-            torch.sum(d_pre, dim=1, out=self.dq[:, :H])
-            self.dv_rows += (self.d_scores.unsqueeze(2) * t).sum(1)
-        if self.score == "location":
-            slots = self.dq.shape[1] - (H if self.kind == "local-p" else 0)
-            real, n, _ = _luong_positions(self.mask, self.reversed_source)
-            slot = torch.arange(self.mask.shape[1], device=self.mask.device) + (slots - n.long()).unsqueeze(1)
-            taken = self.d_scores * (slot >= 0)
-            self.dq[:, :slots] = torch.zeros_like(self.dq[:, :slots]).scatter_add_(1, slot.clamp(0, slots - 1), taken)
-        if self.kind == "local-p":
-            sig = self.pos / n.to(self.pos.dtype)
-            torch.mul(d_pos * n.to(self.pos.dtype), sig * (1.0 - sig), out=self.dz)
-            torch.mul(self.dz.unsqueeze(1) * widened(self.v_p), 1.0 - self.tanh_u * self.tanh_u, out=self.dq[:, self.dq.shape[1] - H :])
+        below, on_top = widened(self.d_ctop[:, H:]), score.back(self, n)
+        self.d_below.copy_(below + on_top if on_top is not None else below)
+        kind.back(self, n, d_centre)
         if self.dq_c is not None:
             self.dq_c.copy_(self.dq)
 
