@@ -1,7 +1,8 @@
 """The Slurm profile on a real one-node Slurm (tests/slurm/cluster.sh starts munged, slurmctld and slurmd on
 this machine, two stand-in GPUs, partitions cpu and gpu): where the tiny workflow's jobs run and with which
-GPU requests, a training job stopped by the profile's early warning and resubmitted, and a killed Snakemake
-recovered by the README's steps. Needs root; the whole module is skipped with one line otherwise."""
+GPU requests, a training job stopped by the profile's early warning, by the clock before its time limit and by
+scancel's SIGTERM, resubmitted each time, and a killed Snakemake recovered by the README's steps. Needs root; the
+whole module is skipped with one line otherwise."""
 
 from __future__ import annotations
 
@@ -179,50 +180,124 @@ def test_the_workflow_through_the_profile_puts_gpu_jobs_on_gpus_and_gives_the_lo
 
 
 # rnnsearch-50 trains 6,000 updates (15 to 80 a second here, the slowest with the uninterrupted run beside it: 75 s
-# to 7 min; another module's tests may run beside both) under the profile's time limit and warning, scaled down:
-# attempt³ minutes (1, 8, 27) and USR1 10 s before the end, so two or three attempts. Slurm sends the warning up to
-# 60 s early (sbatch(1), --signal); 22.05 sends it at its first 30-second check within warning + 30 s of the end, so
-# 20 to 50 s into the first attempt: after rnnmt has started, before the training is done however fast the machine;
-# the later attempts have room for the rest down to about 3 updates a second. No periodic checkpoint before the
-# end: a resumed run starts from a checkpoint that a warning made rnnmt write.
+# to 7 min; another module's tests may run beside both) in the tests below, each stopped once or more on the way.
+# No periodic checkpoint before the end: a resumed run starts from a checkpoint that a stop made rnnmt write.
 UPDATES = 6000
 LONG = f"systems:\n  {SYSTEM}: {{overrides: {{demo: {{train: {{updates: {UPDATES}, checkpoint_every: 9000, valid_every: 1500, log_every: 100}}}}}}}}\n"
+TRAIN_LOG = f"results/logs/train/{SYSTEM}.log"
+STOPPED = re.compile(r"\] ([^]\n]+); checkpoint at update (\d+) written")  # rnnmt's line: why, at which update
 
 
-def test_a_training_job_warned_before_its_time_limit_is_resubmitted_and_ends_as_an_uninterrupted_run(cluster, local_run, tmp_path):
-    overlay = tmp_path / "long.yaml"
+@pytest.fixture(scope="module")
+def long_configs(tmp_path_factory) -> tuple[str, ...]:
+    overlay = tmp_path_factory.mktemp("long") / "long.yaml"
     overlay.write_text(LONG)
-    configs = (TINY, str(overlay))
-    uninterrupted = preprocessed_copy(local_run, tmp_path / "local")
-    straight = subprocess.Popen(command(uninterrupted, MODEL, configs=configs), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    workdir = preprocessed_copy(local_run, tmp_path / "work")
-    signal_at = re.sub(r"@\d+", "@10", yaml.safe_load(PROFILE.read_text())["set-resources"]["train"]["slurm_extra"])
-    profile = slurm_profile(tmp_path / "profile", runtime="attempt ** 3", slurm_extra=signal_at)
-    done = run(command(workdir, MODEL, profile=profile, configs=configs), timeout=2400)  # at most 1 + 8 + 27 minutes of attempts
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert straight.wait(timeout=1800) == 0, straight.stderr.read()[-3000:]
+    return (TINY, str(overlay))
 
+
+@pytest.fixture(scope="module")
+def uninterrupted(local_run, long_configs, tmp_path_factory) -> Iterator[Callable[[], Path]]:
+    """The long training run locally without a stop, started beside the first test that asks for it (a core each);
+    calling the fixture's value waits for its model."""
+    workdir = preprocessed_copy(local_run, tmp_path_factory.mktemp("uninterrupted"))
+    log = workdir / "snakemake.log"
+    with log.open("w") as out:
+        straight = subprocess.Popen(command(workdir, MODEL, configs=long_configs), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def model() -> Path:
+        assert straight.wait(timeout=1800) == 0, log.read_text()[-3000:]
+        return workdir / MODEL
+
+    yield model
+    if straight.poll() is None:  # no test waited for it (they failed first)
+        os.killpg(straight.pid, signal.SIGTERM)
+        straight.wait(timeout=60)
+
+
+def assert_same_parameters(model: Path, expected: Path) -> None:
+    got, want = parameters(model), parameters(expected)
+    assert got.keys() == want.keys() and all(torch.equal(got[name], value) for name, value in want.items()), model
+
+
+def minutes(limit: str) -> int:
+    """A TimeLimit or RunTime of `scontrol show job` under a day (HH:MM:SS), in whole minutes."""
+    hours, mins, _ = (int(part) for part in limit.split(":"))
+    return 60 * hours + mins
+
+
+def assert_resumed_after_each_stop(workdir: Path, logs: str, runtime: Callable[[int], int]) -> list[dict[str, str]]:
+    """The training's Slurm jobs, oldest first, after checking that each attempt had `runtime(attempt)` minutes, that
+    all but the last wrote a checkpoint when they were stopped and the next resumed from it, and that the last
+    finished the training. `logs`: Snakemake's output, which holds each failed attempt's rule log (the profile's
+    show-failed-logs), and the rule's log, which holds the last attempt's."""
     trains = [job for job in slurm_jobs(workdir) if job["rule"] == "train"]
     assert len(trains) >= 2, trains
-    # Each attempt had its `runtime` (attempt³ minutes); all but the last stopped before their limit: the job
-    # failed (its Snakemake exits 1 when rnnmt exits 143) instead of running into TIMEOUT.
-    assert [job["TimeLimit"] for job in trains] == [f"00:{attempt**3:02d}:00" for attempt in range(1, len(trains) + 1)], trains
-    assert {job["JobState"] for job in trains[:-1]} == {"FAILED"} and trains[-1]["JobState"] == "COMPLETED", trains
-    assert all(job["RunTime"] < job["TimeLimit"] for job in trains[:-1]), trains
-    # With checkpoint_every above the budget only a stop signal writes a checkpoint before the end, and each
-    # attempt resumes where the one before stopped. The rule's log holds the last attempt's lines; Snakemake
-    # printed each failed attempt's (the profile's show-failed-logs).
-    logs = done.stdout + done.stderr + (workdir / f"results/logs/train/{SYSTEM}.log").read_text()
-    stopped_at = [int(u) for u in re.findall(r"checkpoint at update (\d+) written", logs)]
+    assert [minutes(job["TimeLimit"]) for job in trains] == [runtime(attempt) for attempt in range(1, len(trains) + 1)], trains
+    assert trains[-1]["JobState"] == "COMPLETED", trains
+    stopped_at = [int(update) for _, update in STOPPED.findall(logs)]
     resumed_at = [int(u) for u in re.findall(r"resumed from \S+ at update (\d+)", logs)]
     assert len(stopped_at) == len(trains) - 1 and 0 < stopped_at[0] and stopped_at == sorted(stopped_at) and stopped_at[-1] < UPDATES, stopped_at
     assert resumed_at == stopped_at, (stopped_at, resumed_at)
     assert json.loads((workdir / f"results/models/{SYSTEM}/meta.json").read_text())["updates"] == UPDATES
-    expected = parameters(uninterrupted / MODEL)
-    resumed = parameters(workdir / MODEL)
-    assert resumed.keys() == expected.keys()
-    for name, value in expected.items():
-        assert torch.equal(resumed[name], value), name
+    return trains
+
+
+def test_a_training_job_warned_before_its_time_limit_is_resubmitted_and_ends_as_an_uninterrupted_run(cluster, local_run, long_configs, uninterrupted, tmp_path):
+    """The profile's time limits and warning scaled down: attempt³ minutes (1, 8, 27) and USR1 10 s before the end,
+    so two or three attempts. Slurm sends the warning up to 60 s early (sbatch(1), --signal); 22.05 sends it at its
+    first 30-second check within warning + 30 s of the end, so 20 to 50 s into the first attempt: after rnnmt has
+    started, before the training is done; the later attempts have room for the rest down to about 3 updates a second.
+    Every limit is shorter than rnnmt's stop-before-limit (900 s), so only the warning stops it."""
+    workdir = preprocessed_copy(local_run, tmp_path / "work")
+    signal_at = re.sub(r"@\d+", "@10", yaml.safe_load(PROFILE.read_text())["set-resources"]["train"]["slurm_extra"])
+    profile = slurm_profile(tmp_path / "profile", runtime="attempt ** 3", slurm_extra=signal_at)
+    done = run(command(workdir, MODEL, profile=profile, configs=long_configs), timeout=2400)  # at most 1 + 8 + 27 minutes of attempts
+    assert done.returncode == 0, done.stderr[-3000:]
+    logs = done.stdout + done.stderr + (workdir / TRAIN_LOG).read_text()
+    trains = assert_resumed_after_each_stop(workdir, logs, lambda attempt: attempt**3)
+    # Stopped before the limit: the job FAILED (its Snakemake exits 1 when rnnmt exits 143) instead of TIMEOUT.
+    assert {job["JobState"] for job in trains[:-1]} == {"FAILED"} and all(job["RunTime"] < job["TimeLimit"] for job in trains[:-1]), trains
+    assert {why for why, _ in STOPPED.findall(logs)} == {"SIGUSR1 received"}
+    assert_same_parameters(workdir / MODEL, uninterrupted())
+
+
+def test_a_training_job_stopped_by_the_clock_then_cancelled_resumes_each_time_and_ends_as_an_uninterrupted_run(
+    cluster, local_run, long_configs, uninterrupted, tmp_path
+):
+    """The shipped profile with limits of 15 + attempt³ minutes (16, 23, 42). (1) Slurm 22.05 exports no
+    SLURM_JOB_END_TIME: rnnmt asks squeue for the job's end and stops by the clock --stop-before-limit (900 s) before
+    it, 1 minute into the first attempt, before the profile's USR1 (600 s before the end) can come. (2) The second
+    attempt, once its log shows progress after resuming (a state), is cancelled: scancel sends SIGTERM as pre-emption
+    does, rnnmt checkpoints and exits 143, and the plugin reports the CANCELLED job as failed, so Snakemake resubmits
+    it (retries). The third resumes and finishes."""
+    workdir = preprocessed_copy(local_run, tmp_path / "work")
+    train_log = workdir / TRAIN_LOG
+    output = tmp_path / "snakemake.log"
+    with output.open("w") as out:
+        cmd = command(workdir, MODEL, profile=slurm_profile(tmp_path / "profile", runtime="15 + attempt ** 3"), configs=long_configs)
+        submitter = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def resumed_and_training() -> bool:
+        after = train_log.read_text().partition("resumed from")[2] if train_log.exists() else ""
+        return re.search(rf"\] update \d+/{UPDATES} ", after) is not None
+
+    wait_for(lambda: resumed_and_training() or submitter.poll() is not None, "the second attempt's progress")
+    running = [job["JobId"] for job in slurm_jobs(workdir) if job["rule"] == "train" and job["JobState"] == "RUNNING"]
+    assert len(running) == 1, f"expected the second attempt running, found {running}: {output.read_text()[-3000:]}"
+    subprocess.run(["scancel", *running], check=True)
+    assert submitter.wait(timeout=2400) == 0, output.read_text()[-3000:]
+
+    logs = output.read_text() + train_log.read_text()
+    trains = assert_resumed_after_each_stop(workdir, logs, lambda attempt: 15 + attempt**3)
+    assert [job["JobState"] for job in trains] == ["FAILED", "CANCELLED", "COMPLETED"] and trains[1]["JobId"] == running[0], trains
+    # Each attempt read its own job's end from squeue. The first stopped by the clock long before USR1 could come (up
+    # to 660 s before the end); the second on SIGTERM, which the plugin reported as a failure.
+    assert sorted(re.findall(r"\(squeue -j (\d+)\): will checkpoint and stop 900 s before", logs), key=int) == [job["JobId"] for job in trains]
+    (clock, _), (cancel, _) = STOPPED.findall(logs)
+    assert clock.startswith("the job's time limit is near") and cancel == "SIGTERM received", (clock, cancel)
+    assert minutes(trains[0]["TimeLimit"]) - minutes(trains[0]["RunTime"]) > 11 and "SIGUSR1" not in logs, trains[0]
+    assert f"SLURM-job '{running[0]}' failed, SLURM status is: 'CANCELLED'" in logs
+    assert_same_parameters(workdir / MODEL, uninterrupted())
 
 
 def finished_trainings(log: str) -> set[str]:
@@ -294,5 +369,4 @@ def test_a_killed_snakemake_then_scancel_unlock_and_the_same_command_finishes_th
     # What had finished was not redone, and every model is the local run's, bit for bit.
     assert {model: (workdir / model).stat().st_mtime_ns for model in finished} == finished
     for model in MODELS:
-        expected, got = parameters(local_run / model), parameters(workdir / model)
-        assert got.keys() == expected.keys() and all(torch.equal(got[k], v) for k, v in expected.items()), model
+        assert_same_parameters(workdir / model, local_run / model)

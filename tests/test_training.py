@@ -174,15 +174,83 @@ def test_a_stop_signal_during_start_up_is_kept_for_the_first_update(tiny_corpus,
     assert json.loads((tmp_path / "out" / "meta.json").read_text())["updates"] == 6
 
 
-def test_the_job_deadline_stops_training_with_a_checkpoint(tiny_corpus, tmp_path, stop_signal_handlers, monkeypatch):
+def test_the_job_deadline_stops_training_with_a_checkpoint(tiny_corpus, tmp_path, stop_signal_handlers):
     trainer = make_trainer(tiny_corpus, tmp_path, updates=6, checkpoint_every=1000)
-    monkeypatch.setenv("SLURM_JOB_END_TIME", str(int(time.time()) + 100))
-    trainer.stop.deadline = job_deadline(600)  # the job ends in 100 s: less than the 600 s margin
+    trainer.stop.deadline = time.time()  # already reached: the first update is the last
     with pytest.raises(TrainingInterrupted, match=r"time limit is near .*; checkpoint at update 1 "):
         trainer.run()
     assert (tmp_path / "ckpt" / "last.pt").exists()
-    monkeypatch.delenv("SLURM_JOB_END_TIME")
-    assert job_deadline(600) is None
+
+
+# A stand-in squeue: records its arguments and SLURM_TIME_FORMAT, answers as the test says.
+SQUEUE = """#!/bin/sh
+echo "$SLURM_TIME_FORMAT $*" > "$SQUEUE_CALLS"
+printf '%s' "$SQUEUE_ANSWER"
+exit "$SQUEUE_EXIT"
+"""
+
+
+@pytest.fixture
+def squeue(tmp_path, monkeypatch) -> Path:
+    """A Slurm job's environment on Slurm 22.05 (SLURM_JOB_ID, no SLURM_JOB_END_TIME) with a stand-in squeue alone on
+    PATH; returns the file its last call is written to."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text(SQUEUE)
+    (bin_dir / "squeue").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    monkeypatch.delenv("SLURM_JOB_END_TIME", raising=False)
+    monkeypatch.setenv("SQUEUE_CALLS", str(tmp_path / "calls"))
+    monkeypatch.setenv("SQUEUE_EXIT", "0")
+    return tmp_path / "calls"
+
+
+def test_the_job_deadline_is_the_end_slurm_exports_less_the_margin(squeue, monkeypatch):
+    end = int(time.time()) + 1000
+    monkeypatch.setenv("SLURM_JOB_END_TIME", str(end))
+    deadline, why = job_deadline(600)
+    assert deadline == end - 600 and "(SLURM_JOB_END_TIME): will checkpoint and stop 600 s before" in why
+    assert not squeue.exists()  # Slurm 23.02 and later: no question to the controller
+
+
+def test_without_the_exported_end_the_job_deadline_comes_from_squeue_in_epoch_seconds(squeue, monkeypatch):
+    end = int(time.time()) + 1000
+    monkeypatch.setenv("SQUEUE_ANSWER", f"{end}\n")
+    deadline, why = job_deadline(600)
+    assert deadline == end - 600 and "(squeue -j 42): will checkpoint and stop 600 s before" in why
+    assert squeue.read_text().split() == ["%s", "--noheader", "--jobs", "42", "--format", "%e"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "said"),
+    [
+        ("NONE", "0", "squeue gives job 42 no end time (NONE)"),  # --time=UNLIMITED
+        ("", "1", "failed (exit 1: no output)"),
+        (None, None, "could not run"),  # no squeue on PATH
+    ],
+)
+def test_a_job_whose_end_squeue_does_not_give_runs_without_a_deadline_and_says_why(squeue, monkeypatch, answer, status, said):
+    if answer is None:
+        (squeue.parent / "bin" / "squeue").unlink()
+    else:
+        monkeypatch.setenv("SQUEUE_ANSWER", answer)
+        monkeypatch.setenv("SQUEUE_EXIT", status)
+    deadline, why = job_deadline(600)
+    assert deadline is None and why.startswith("no stop by the clock before the job's time limit: ") and said in why
+
+
+def test_a_job_shorter_than_the_margin_is_not_stopped_by_the_clock(squeue, monkeypatch):
+    """Its deadline has passed at the start: stopping after each attempt's first update would never finish."""
+    monkeypatch.setenv("SLURM_JOB_END_TIME", str(int(time.time()) + 100))
+    deadline, why = job_deadline(600)
+    assert deadline is None and "within --stop-before-limit (600 s): no stop by the clock, only by a signal" in why
+
+
+def test_outside_slurm_there_is_no_deadline_and_nothing_to_say(squeue, monkeypatch):
+    monkeypatch.delenv("SLURM_JOB_ID")
+    assert job_deadline(600) == (None, "")
+    assert not squeue.exists()
 
 
 def test_stale_checkpoint_is_discarded(tiny_corpus, tmp_path):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -68,8 +67,9 @@ def train_system(
 ) -> None:
     """Train one system and write model.pt and meta.json; a stop signal or the job's time limit leaves a
     checkpoint, exit 143. With `processes` > 1 this process starts `rnnmt <argv>` again under torchrun."""
-    stop = StopFlag(deadline=job_deadline(stop_before_limit))
-    stop.install()
+    stop = StopFlag()
+    stop.install()  # first: a warning while squeue answers below must not end the process
+    stop.deadline, why = job_deadline(stop_before_limit)
     system = read_system(system_path)
     if processes > 1 and not distributed.launched():
         log(f"starting {processes} training processes with torchrun")
@@ -92,8 +92,8 @@ def train_system(
         world,
         stop,
     )
-    if stop.deadline is not None:
-        trainer.log(f"Slurm job ends at {os.environ['SLURM_JOB_END_TIME']}: will checkpoint and stop {stop_before_limit:.0f} s before")
+    if why:
+        trainer.log(why)
     try:
         meta = trainer.run()
     except TrainingInterrupted as exc:
