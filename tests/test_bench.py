@@ -159,6 +159,7 @@ def outermost_kernels(work) -> int:
         (lambda x, b: torch.zeros(3), 1),  # an allocation and a fill
         (lambda x, b: torch._foreach_mul_([x, x.clone()], 2.0), 2),  # the clone's copy, one multi-tensor op
         (lambda x, b: x.sigmoid().mul_(x), 2),
+        (lambda x, b: torch.nn.functional.dropout(x, 0.0, training=True), 0),  # rate 0: the input itself
     ],
 )
 def test_kernels_count_what_a_gpu_would_launch(work, expected):

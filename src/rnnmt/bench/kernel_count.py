@@ -73,9 +73,10 @@ ONE_KERNEL = frozenset(
 )
 
 
-# Operators that launch nothing when nothing inside them does: views, empty tensors, dtype no-ops.
+# Operators that launch nothing when nothing inside them does: views, empty tensors, dtype no-ops, and a dropout
+# at rate 0 or in evaluation, which returns its input (torch's Dropout.cpp, on a GPU too).
 NO_KERNEL = frozenset(
-    "alias as_strided contiguous detach empty empty_like empty_strided expand lift_fresh narrow new_empty permute "
+    "alias as_strided contiguous detach dropout empty empty_like empty_strided expand lift_fresh narrow new_empty permute "
     "promote_types reshape _reshape_alias resize_ resolve_conj resolve_neg result_type select slice split squeeze t to "
     "transpose unbind unflatten unsqueeze view _unsafe_view".split()
 )
