@@ -24,7 +24,7 @@ from rnnmt.train.batching import BatchStream, length_filter
 from rnnmt.train.loop import Trainer, TrainingInterrupted, _loss
 from rnnmt.train.optim import Clipping, build_optimizer, clip_gradients, global_norm, learning_rate
 from rnnmt.train.stop import STOP_SIGNALS, StopFlag, job_deadline
-from rnnmt.train.update import KernelStep
+from rnnmt.train.update import NO_KERNEL_L2, KernelStep, TorchStep
 
 from conftest import corrupt_bytes, tiny_system
 
@@ -466,6 +466,41 @@ def test_the_kernel_step_is_clipping_then_torchs_optimiser(optimizer, grads):
         for name, value in state.items():
             assert torch.allclose(value, kernel_state["state"][key][name], rtol=1e-6, atol=0), name
     build_optimizer(kernel_params, optimizer).load_state_dict(kernel_state)  # a checkpoint resumes on either path
+
+
+@pytest.mark.parametrize("scale", [0.1, 10.0])
+def test_the_l2_penalty_is_nmtpys_decay_c_in_the_cost_before_clipping(scale):
+    """train.l2 = c: the update nmtpy makes (basemodel.py build_optimizer) from cost + c·Σ‖W‖² over the weight matrices
+    (biases left out), clipped on the norm of all of it, below and above the threshold."""
+    c, clip = 0.05, 1.0
+    runs = []
+    for ours in (True, False):
+        torch.manual_seed(0)
+        weight, bias = torch.nn.Parameter(torch.randn(3, 2, dtype=torch.float64)), torch.nn.Parameter(torch.randn(3, dtype=torch.float64))
+        params = [weight, bias]
+        opt = build_optimizer(params, {"name": "sgd", "lr": 0.5})
+        x = torch.tensor([0.5, -1.0], dtype=torch.float64)
+        cost = scale * (weight @ x + bias).tanh().sum()
+        if ours:
+            cost.backward()
+            TorchStep(opt, params, params, clip, False, l2=c)()
+        else:
+            (cost + c * (weight**2).sum()).backward()
+            g2 = sum(float((p.grad**2).sum()) for p in params)
+            for p in params:
+                p.grad = p.grad / g2**0.5 * clip if g2 > clip**2 else p.grad
+            opt.step()
+        runs.append([p.detach().clone() for p in params])
+    for a, b in zip(*runs):
+        assert torch.allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_an_l2_penalty_leaves_the_kernel_step_for_torchs(tiny_corpus, tmp_path):
+    trainer = make_trainer(tiny_corpus, tmp_path, l2=1e-5, recurrence="kernels", optimizer={"name": "sgd", "lr": 0.1})
+    assert isinstance(trainer.setup.update_step, TorchStep) and trainer.setup.update_step.l2 == 1e-5
+    assert trainer.choices["update"].why == NO_KERNEL_L2
+    with pytest.raises(ValueError, match="no L2 penalty"):
+        KernelStep(trainer.optimizer, [], [], 1.0, True, l2=1e-5)
 
 
 HOST_READS = ("aten::nonzero", "aten::_local_scalar_dense", "aten::item", "aten::is_nonzero")

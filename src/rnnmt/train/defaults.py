@@ -7,6 +7,7 @@ TRAIN_DEFAULTS = {
     "sort_by": "max",
     "shuffle_batches": False,
     "clip_embeddings": True,
+    "l2": 0.0,  # nmtpy's decay_c: the cost's c · Σ‖W‖² over weights and embeddings (train/optim.py)
     "epochs": None,
     "lr_decay": None,
     "max_len": None,

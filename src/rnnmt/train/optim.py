@@ -48,6 +48,23 @@ def global_norm(grads: list[Tensor]) -> Tensor:
     return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
 
 
+def l2_parameters(params: Iterable[nn.Parameter]) -> list[nn.Parameter]:
+    """The parameters an L2 penalty covers: the weight matrices and embeddings, not the biases (nmtpy's
+    get_l2_weight_decay, skip_bias: lium-lst/nmtpy dc0a161, nmtpy/models/basemodel.py lines 134-143)."""
+    return [p for p in params if p.dim() > 1]
+
+
+def add_l2_gradient(params: list[nn.Parameter], coefficient: float) -> None:
+    """The gradient of `coefficient` · Σ‖W‖² over `params` (`l2_parameters`) added to theirs: 2·coefficient·W.
+
+    nmtpy adds decay_c · Σ W² to the batch's cost before it differentiates and clips (basemodel.py build_optimizer,
+    lines 157-189; bin/nmt-train lines 225-226), so the term's gradient is in the norm the clipping measures; here it
+    joins the gradients after backward and before clipping, the same sum without a graph of its own."""
+    with_grad = [p for p in params if p.grad is not None]
+    if coefficient and with_grad:
+        torch._foreach_add_([p.grad for p in with_grad], [p.detach() for p in with_grad], alpha=2.0 * coefficient)
+
+
 # GroundHog's clipping rule (paper-spec §1.8), stated once in `Clipping`: where the gradients' norm reaches max_norm,
 # every gradient is rescaled to it; where the norm is NaN or infinite, each gradient is replaced by this share of its
 # parameter.

@@ -47,13 +47,18 @@ def norm_parameters(model: nn.Module, clip_embeddings: bool) -> list[nn.Paramete
 
 
 class TorchStep:
-    """optim.clip_gradients, then the optimiser's own step (the home)."""
+    """The L2 penalty's gradient (train.l2, optim.add_l2_gradient), optim.clip_gradients, then the optimiser's own
+    step (the home)."""
 
-    def __init__(self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], norm_params: list[nn.Parameter], max_norm: float, on_device: bool) -> None:
+    def __init__(
+        self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], norm_params: list[nn.Parameter], max_norm: float, on_device: bool, l2: float = 0.0
+    ) -> None:
         self.optimizer, self.params, self.norm_params, self.max_norm, self.on_device = optimizer, params, norm_params, max_norm, on_device
+        self.l2, self.l2_params = l2, optim.l2_parameters(params)
 
     def __call__(self) -> optim.Clipping:
-        """Clip and step; returns the clipping (the gradients' norm before it)."""
+        """Add the penalty's gradient, clip and step; returns the clipping (the gradients' norm before it)."""
+        optim.add_l2_gradient(self.l2_params, self.l2)
         clipping = optim.clip_gradients(self.params, self.max_norm, self.norm_params, on_device=self.on_device)
         self.optimizer.step()
         return clipping
@@ -62,11 +67,16 @@ class TorchStep:
 class KernelStep:
     """The clipping and an Adadelta or SGD step in one stage per parameter (kernel_stages.py); the optimiser's state
     stays torch's, so that a checkpoint resumes either way. It takes TorchStep's arguments (STEPS builds either);
-    `params` and `on_device` are implied: it steps every parameter with a gradient, and clips on the device."""
+    `params` and `on_device` are implied: it steps every parameter with a gradient, and clips on the device. It has no
+    L2 penalty (`choose` leaves it where train.l2 is set)."""
 
-    def __init__(self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], norm_params: list[nn.Parameter], max_norm: float, on_device: bool) -> None:
+    def __init__(
+        self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], norm_params: list[nn.Parameter], max_norm: float, on_device: bool, l2: float = 0.0
+    ) -> None:
         if type(optimizer) not in KERNEL_FORMS:
             raise ValueError(no_kernel_form(optimizer))
+        if l2:
+            raise ValueError(NO_KERNEL_L2)
         self.optimizer, self.norm_params, self.max_norm = optimizer, norm_params, max_norm
 
     def __call__(self) -> optim.Clipping:
@@ -92,6 +102,9 @@ class KernelStep:
 
 Step = Callable[[], optim.Clipping]
 STEPS: dict[str, type[TorchStep] | type[KernelStep]] = {"torch": TorchStep, "kernels": KernelStep}
+
+
+NO_KERNEL_L2 = "train.l2 is set, and the kernel step has no L2 penalty"
 
 
 def no_kernel_form(optimizer: torch.optim.Optimizer) -> str:
@@ -175,6 +188,8 @@ def choose(
         return Choice("torch", f"the recurrence is {recurrence} (the kernel step comes with kernels)"), None
     if type(optimizer) not in KERNEL_FORMS:
         return Choice("torch", no_kernel_form(optimizer)), None
+    if train_cfg["l2"]:
+        return Choice("torch", NO_KERNEL_L2), None
     start = time.perf_counter()
     problem = _problem(model_cfg, train_cfg, optimizer, device)
     seconds = f"in {time.perf_counter() - start:.2f} s"
