@@ -80,7 +80,9 @@ def build(system: dict[str, Any], cfg: dict[str, Any], vocab_sizes: tuple[int, i
         log(failure)
     # sync logging: gradient clipping decides on the device, and the host reads it only at log points.
     on_device = choices["sync"].value == "logging"
-    step = update.STEPS[choices["update"].value](optimizer, params, update.norm_parameters(model, cfg["clip_embeddings"]), cfg["clip_norm"], on_device, cfg["l2"])
+    step = update.STEPS[choices["update"].value](
+        optimizer, params, update.norm_parameters(model, cfg["clip_embeddings"]), cfg["clip_norm"], on_device, cfg["l2"]
+    )
     autocast_dtype = AUTOCAST[choices["precision"].value]
     static = _static_update(choices["graph"].value, cfg, objective, params, autocast_dtype, vocab_sizes[1], device, world)
     return Setup(choices, paths, model, DistributedDataParallel(objective) if world.parallel else objective, optimizer, step, static, autocast_dtype)
