@@ -60,8 +60,10 @@ def add_l2_gradient(params: list[nn.Parameter], coefficient: float) -> None:
     nmtpy adds decay_c · Σ W² to the batch's cost before it differentiates and clips (basemodel.py build_optimizer,
     lines 157-189; bin/nmt-train lines 225-226), so the term's gradient is in the norm the clipping measures; here it
     joins the gradients after backward and before clipping, the same sum without a graph of its own."""
+    if not coefficient:
+        return
     with_grad = [p for p in params if p.grad is not None]
-    if coefficient and with_grad:
+    if with_grad:
         torch._foreach_add_([p.grad for p in with_grad], [p.detach() for p in with_grad], alpha=2.0 * coefficient)
 
 
