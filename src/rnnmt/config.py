@@ -583,6 +583,7 @@ def check_claims(config: dict[str, Any]) -> None:
 
 REQUIRED_MODEL = {
     "gru": ("encoder", "attention", "emb", "hidden", "align_hidden", "maxout", "init"),
+    "cgru": ("encoder", "attention", "emb", "hidden", "align_hidden", "init"),
     "lstm": (
         "encoder",
         "attention",

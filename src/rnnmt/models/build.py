@@ -1,7 +1,8 @@
 """Build a model from a system's `model` config and initialise it (paper-spec §1.7, §4.5).
 
 `decoder: gru` is Bahdanau's family (bigru/gru encoder, additive or no attention); `decoder: lstm` is
-Luong's (stacked LSTM encoder, global/local attention or none). Besides the network, the model config
+Luong's (stacked LSTM encoder, global/local attention or none); `decoder: cgru` is nmtpy's conditional GRU on
+RNNsearch's encoder, the published Multi30k system's decoder (a comparison, not a paper's model). Besides the network, the model config
 says how a source sentence is laid out: with EOS (GroundHog) or without (Luong), reversed or not.
 The allowed encoders and attentions are the keys of the registries of encoders.py and attention.py, and
 the modules declare their own initialisation (initialisation.py). How the model runs its teacher-forced loops
@@ -19,8 +20,8 @@ from torch import Tensor, nn
 
 from rnnmt.errors import UserError
 from rnnmt.models.attention import ATTENTIONS, LUONG_KINDS, LuongAttention
-from rnnmt.models.decoders import BahdanauDecoder, Context, LuongDecoder, State
-from rnnmt.models.encoders import ENCODERS, Encoded, LSTMEncoder
+from rnnmt.models.decoders import BahdanauDecoder, ConditionalGRUDecoder, Context, LuongDecoder, State
+from rnnmt.models.encoders import ENCODERS, BiGRUEncoder, Encoded, LSTMEncoder
 from rnnmt.models.initialisation import SCHEMES, initialise
 from rnnmt.models.loops import PLAIN, Loops
 
@@ -127,6 +128,15 @@ def _build_bahdanau(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: 
     return Seq2Seq(encoder, decoder)
 
 
+def _build_conditional(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Mapping[str, Loops]) -> Seq2Seq:
+    """nmtpy's conditional GRU decoder on RNNsearch's encoder (decoders.ConditionalGRUDecoder)."""
+    _choice(cfg, "encoder", ("bigru",), "cgru")
+    _choice(cfg, "attention", ("additive",), "cgru")
+    encoder = BiGRUEncoder(src_vocab, cfg["emb"], cfg["hidden"], loops["encoder"], dropout=cfg["embedding_dropout"])
+    decoder = ConditionalGRUDecoder(tgt_vocab, cfg["emb"], cfg["hidden"], encoder.output_size, cfg["align_hidden"], cfg["dropout"], cfg["context_dropout"])
+    return Seq2Seq(encoder, decoder)
+
+
 def _build_luong(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Mapping[str, Loops]) -> Seq2Seq:
     _choice(cfg, "encoder", ("lstm",), "lstm")
     for key in BAHDANAU_DROPOUT:
@@ -142,7 +152,7 @@ def _build_luong(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Map
     return Seq2Seq(encoder, LuongDecoder(tgt_vocab, *sizes, attention, feed_input=cfg["feed_input"], **common, loops=loops["decoder"]))
 
 
-BUILDERS = {"gru": _build_bahdanau, "lstm": _build_luong}
+BUILDERS = {"gru": _build_bahdanau, "cgru": _build_conditional, "lstm": _build_luong}
 
 
 def count_parameters(model: nn.Module) -> int:

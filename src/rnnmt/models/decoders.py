@@ -1,4 +1,5 @@
-"""Decoders: Bahdanau's GRU with a maxout deep output, and Luong's stacked LSTM with attentional states.
+"""Decoders: Bahdanau's GRU with a maxout deep output, Luong's stacked LSTM with attentional states, and nmtpy's
+conditional GRU (the published Multi30k system's, for comparison).
 
 Bahdanau (GroundHog, paper-spec §1.6): the state s that has consumed y_<t is the attention query for
 predicting y_t; the same context c_t feeds the readout for y_t and the state update that consumes y_t.
@@ -22,7 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from rnnmt.models import lstm
-from rnnmt.models.attention import ATTENTIONS, BahdanauAttention, LoopAttention, LuongAttention
+from rnnmt.models.attention import ATTENTIONS, AdditiveAttention, BahdanauAttention, LoopAttention, LuongAttention
 from rnnmt.models.encoders import Embedding, Encoded
 from rnnmt.models.gru import GroundhogGRU
 from rnnmt.models.initialisation import Rule, Scheme, linear_rules, prefixed
@@ -181,6 +182,98 @@ class BahdanauDecoder(nn.Module):
         terms = ctx["words"]
         s = self.gru.step(self.gru.project_context(state["c"], base=terms.gru.index_select(0, words)), state["s"])
         return {"s": s, "word": terms.readout.index_select(0, words)}
+
+
+class ConditionalGRUDecoder(nn.Module):
+    """nmtpy's decoder (dl4mt's conditional GRU), the published Multi30k system's: not a paper's model, a comparison.
+
+    lium-lst/nmtpy dc0a161, `layers.py` l. 334–495 (`gru_cond_layer`) and `models/attention.py` l. 349–367, 417–460:
+    a first GRU consumes the previous word's embedding, h′_t = GRU₁(E y_{t−1}, s_{t−1}); its state queries the
+    additive attention, c_t = Σ_j α_tj h_j; a second GRU reads the context, s_t = GRU₂(c_t, h′_t); the readout is
+    tanh(U_o s_t + V_o E y_{t−1} + C_o c_t), of the embedding's width, then dropout and the map to the vocabulary.
+    s_0 = tanh(W_s mean_j h_j) (`init_cgru: text`), E y_0 = 0. Both GRUs are torch's cells, which reset after the
+    recurrent product as nmtpy's `gru_step` does (l. 118–138; the update gate's sense is the mirror of nmtpy's, the
+    same family of functions); nmtpy's attention has a bias inside its tanh that `AdditiveAttention` has not.
+    `dropout` on the readout (nmtpy's `out_dropout`), `context_dropout` on the annotations (`ctx_dropout`), before
+    their mean initialises s_0 as in nmtpy. Its loop runs as written here (no fast form).
+    """
+
+    attends = True
+
+    def __init__(self, vocab_size: int, emb_dim: int, hidden: int, context_size: int, align_hidden: int, dropout: float, context_dropout: float) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, emb_dim)
+        self.drop = nn.Dropout(dropout)
+        self.context_drop = nn.Dropout(context_dropout)
+        self.W_s = nn.Linear(context_size, hidden)
+        self.gru1 = nn.GRUCell(emb_dim, hidden)
+        self.attention = AdditiveAttention(hidden, context_size, align_hidden)
+        self.gru2 = nn.GRUCell(context_size, hidden)
+        self.U_o = nn.Linear(hidden, emb_dim)
+        self.V_o = nn.Linear(emb_dim, emb_dim)
+        self.C_o = nn.Linear(context_size, emb_dim)
+        self.W_o = nn.Linear(emb_dim, vocab_size)
+
+    def init_rules(self, scheme: Scheme) -> dict[str, Rule]:
+        """The embeddings, both GRUs (recurrent matrices as the scheme's) and the linear maps; the attention its own."""
+        cells = {}
+        for name in ("gru1", "gru2"):
+            cells |= {f"{name}.weight_ih": scheme.weight, f"{name}.weight_hh": scheme.recurrent}
+            cells |= {f"{name}.bias_ih": scheme.bias, f"{name}.bias_hh": scheme.bias}
+        linear = linear_rules({"W_s": self.W_s, "U_o": self.U_o, "V_o": self.V_o, "C_o": self.C_o, "W_o": self.W_o}, scheme)
+        return {"embed.weight": scheme.weight, **cells, **linear}
+
+    @property
+    def output_layer(self) -> nn.Linear:
+        return self.W_o
+
+    def init_state(self, enc: Encoded) -> Tensor:
+        """s_0 = tanh(W_s mean_j h_j), the mean over real source positions."""
+        mask = enc.mask.unsqueeze(-1).to(enc.annotations.dtype)
+        return torch.tanh(self.W_s((enc.annotations * mask).sum(1) / mask.sum(1)))
+
+    def hidden(self, s: Tensor, e_prev: Tensor, c: Tensor) -> Tensor:
+        """The readout tanh(U_o s + V_o E y_prev + C_o c), dropout applied, which W_o maps to the vocabulary."""
+        return self.drop(torch.tanh(self.U_o(s) + self.V_o(e_prev) + self.C_o(c)))
+
+    def step(self, e_prev: Tensor, s: Tensor, keys: Tensor, enc: Encoded) -> tuple[Tensor, Tensor, Tensor]:
+        """One conditional GRU step from s_{t−1} and E y_{t−1} [N, ·]: s_t, c_t and α_t."""
+        h1 = self.gru1(e_prev, s)
+        c, alpha = self.attention(h1, keys, enc)
+        return self.gru2(c, h1), c, alpha
+
+    def features(self, enc: Encoded, tgt: Tensor) -> tuple[Tensor, Tensor]:
+        """Teacher-forced pass over tgt [B, T] (ending in EOS): the output layer's inputs [B, T, E] and α [B, T, S]."""
+        enc = Encoded(self.context_drop(enc.annotations), enc.mask, enc.summary)
+        keys = self.attention.prepare(enc)
+        y_emb = self.embed(tgt)
+        e_prev = torch.cat([torch.zeros_like(y_emb[:, :1]), y_emb[:, :-1]], dim=1)
+        s = self.init_state(enc)
+        states, contexts, alphas = [], [], []
+        for t in range(tgt.shape[1]):
+            s, c, alpha = self.step(e_prev[:, t], s, keys, enc)
+            states.append(s)
+            contexts.append(c)
+            alphas.append(alpha)
+        return self.hidden(torch.stack(states, 1), e_prev, torch.stack(contexts, 1)), torch.stack(alphas, 1)
+
+    def forward(self, enc: Encoded, tgt: Tensor) -> tuple[Tensor, Tensor]:
+        """Logits [B, T, V] and α [B, T, S] of the teacher-forced pass."""
+        hidden, alphas = self.features(enc, tgt)
+        return self.W_o(hidden), alphas
+
+    def begin(self, enc: Encoded) -> tuple[Context, State]:
+        """The search context and the state before the first word (s_0, E y_0 = 0)."""
+        s = self.init_state(enc)
+        return {"enc": enc, "keys": self.attention.prepare(enc)}, {"s": s, "e": s.new_zeros(s.shape[0], self.embed.weight.shape[1])}
+
+    def predict(self, ctx: Context, state: State, step: int) -> tuple[Tensor, Tensor, State]:
+        """Logits [N, V] and α [N, S] for the next word; the state keeps s_t for `advance`."""
+        s, c, alpha = self.step(state["e"], state["s"], ctx["keys"], ctx["enc"])
+        return self.W_o(self.hidden(s, state["e"], c)), alpha, {**state, "next": s}
+
+    def advance(self, ctx: Context, state: State, words: Tensor) -> State:
+        return {"s": state["next"], "e": self.embed(words)}
 
 
 @dataclass(frozen=True)
