@@ -522,6 +522,9 @@ def training_settings(config: dict[str, Any], name: str, seed: int | None = None
         raise UserError(f"config: system '{name}' at scale '{config['scale']}' has no value for {', '.join(missing)}.")
     # Only what training reads: a new label, description or beam must not retrain the system. The tokenizer travels with
     # the model, so that raw text translated with it (translate --raw, the alignment figures) is tokenized as it was.
+    if {**TRAIN_DEFAULTS, **resolved["train"]}["valid_metric"] == "bleu":
+        # Only here: a new beam retrains just the systems whose early stopping decodes.
+        resolved["train"].setdefault("valid_decode", resolved["decode"])
     pair = system_pair(config, name)
     return {
         "name": name,

@@ -4,12 +4,12 @@ search, decode, and optionally replace each UNK by a dictionary translation of i
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import torch
 
-from rnnmt.decode.beam import Hypothesis, beam_search
+from rnnmt.decode.beam import Hypothesis, StepModel, beam_search
 from rnnmt.decode.ensemble import load_ensemble
 from rnnmt.decode.settings import DecodeSettings
 from rnnmt.decode.unk import UnkReplacer, load_dictionary, replace_unknowns
@@ -33,6 +33,25 @@ def target_text(tm: TrainedModel, hyp: Hypothesis, source: str, unk: UnkReplacer
     return " ".join(BpeSegmenter.merge(tokens) if tm.tgt_bpe is not None else tokens)
 
 
+def search_batches(
+    model: StepModel,
+    ids: Sequence[torch.Tensor],
+    source: SourceFormat,
+    settings: DecodeSettings,
+    *,
+    batch_size: int,
+    forbid_unk: bool = False,
+    device: torch.device = torch.device("cpu"),
+) -> Iterator[tuple[list[int], list[Hypothesis]]]:
+    """Beam search over source id sequences, in batches of similar length: each batch's sentence indices
+    and best hypotheses. Empty sources are left out (nothing to translate)."""
+    order = sorted((i for i in range(len(ids)) if len(ids[i])), key=lambda i: len(ids[i]))
+    for first in range(0, len(order), batch_size):
+        chunk = order[first : first + batch_size]
+        src, mask = source.batch([ids[i] for i in chunk])
+        yield chunk, beam_search(model, src.to(device), mask.to(device), settings, src_words=source.words(mask), forbid_unk=forbid_unk)
+
+
 def translate_lines(
     tm: TrainedModel,
     lines: Sequence[str],
@@ -50,23 +69,20 @@ def translate_lines(
     An empty (or blank) line translates to an empty line, with every model: there is nothing to
     translate. (A GroundHog model would otherwise decode from its source EOS alone and invent a sentence.)
     """
-    source = SourceFormat.of(tm.system["model"])
     ids = [source_ids(tm, line) for line in lines]
-    order = sorted((i for i in range(len(ids)) if len(ids[i])), key=lambda i: len(ids[i]))
     out: list[str] = [""] * len(ids)
     if aligns is not None:
         aligns[:] = [""] * len(ids)
-    start, done = time.perf_counter(), 0
-    for first in range(0, len(order), batch_size):
-        chunk = order[first : first + batch_size]
-        src, mask = source.batch([ids[i] for i in chunk])
-        for i, hyp in zip(chunk, beam_search(tm.model, src.to(device), mask.to(device), settings, src_words=source.words(mask), forbid_unk=forbid_unk)):
+    start, done, total = time.perf_counter(), 0, sum(1 for i in ids if len(i))
+    batches = search_batches(tm.model, ids, SourceFormat.of(tm.system["model"]), settings, batch_size=batch_size, forbid_unk=forbid_unk, device=device)
+    for chunk, hyps in batches:
+        for i, hyp in zip(chunk, hyps):
             out[i] = target_text(tm, hyp, lines[i], unk)
             if aligns is not None:
                 aligns[i] = " ".join(map(str, hyp.align))
         done += len(chunk)
         elapsed = time.perf_counter() - start
-        log(f"translated {done}/{len(order)} sentences ({done / elapsed:.1f} sent/s)")
+        log(f"translated {done}/{total} sentences ({done / elapsed:.1f} sent/s)")
     return out
 
 

@@ -12,6 +12,10 @@ TRAIN_DEFAULTS = {
     "lr_decay": None,
     "max_len": None,
     "patience": None,
+    # What early stopping follows on the first held-out set: its perplexity, or the BLEU of its translations
+    # (nmtpy's valid_metric) decoded with valid_decode (config.training_settings: the system's decode settings).
+    "valid_metric": "perplexity",
+    "valid_decode": None,
     "sort_k_batches": 20,
     "recurrence": "auto",  # train/device_choices.py: kernels on a GPU with Triton, fused elsewhere
     "precision": "auto",  # train/device_choices.py: bfloat16 on a GPU, float32 on a CPU

@@ -2,34 +2,36 @@
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import torch
-from torch import nn
 
 from rnnmt import runtime
+from rnnmt.decode.settings import DecodeSettings
 from rnnmt.errors import UserError
-from rnnmt.models.build import Seq2Seq, count_parameters
+from rnnmt.models.build import count_parameters
 from rnnmt.models.source import SourceFormat
 from rnnmt.runtime import format_duration, keep_freed_memory, log
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
 from rnnmt.train import checkpoint, distributed, setup
-from rnnmt.train.batching import Batch, BatchStream, eval_batches
+from rnnmt.train.batching import Batch, BatchStream
 from rnnmt.train.defaults import TRAIN_DEFAULTS
 from rnnmt.train.distributed import World
+from rnnmt.train.heldout import heldout_bleu, heldout_cost
 from rnnmt.train.metrics import MetricsLog
-from rnnmt.train.nll import SentenceNLL
+from rnnmt.train.nll import sentence_nll
 from rnnmt.train.optim import Clipping, learning_rate
 from rnnmt.train.stop import StopFlag
 
 # train.host_memory: whether the process keeps freed host memory for reuse (runtime.keep_freed_memory) or
 # lets the C library return it to the kernel (its default).
 HOST_MEMORY = {"keep": keep_freed_memory, "release": lambda: False}
+# train.valid_metric: what early stopping follows on the first held-out set, as a value where lower is better.
+SELECTION = {"perplexity": lambda measured: measured["nll"], "bleu": lambda measured: -measured["bleu"]}
 
 
 class Step(NamedTuple):
@@ -53,7 +55,7 @@ class TrainState:
     # Wall time of the training loop, summed over runs, read only where the device has finished its queued
     # work (loop start, log points, stop, loop end): a periodic checkpoint holds the last log point's value.
     wall_time_s: float = 0.0
-    best_dev: float = float("inf")
+    best_dev: float = float("inf")  # the best validation's SELECTION value: its NLL, or minus its BLEU
     best_update: int = 0
     bad_validations: int = 0
     train_nll: float | None = None  # NLL/sentence over the last logged window
@@ -61,24 +63,10 @@ class TrainState:
     history: list[dict[str, float]] = field(default_factory=list)
 
 
-def sentence_nll(objective: nn.Module, batch: Batch) -> torch.Tensor:
-    """Summed token NLL per sentence [B] (nats), from a `SentenceNLL` (or its DDP wrapper)."""
-    return objective(batch.src, batch.src_mask, batch.tgt, batch.tgt_mask, batch.token_rows)
-
-
-@torch.no_grad()
-def heldout_cost(model: Seq2Seq, data: ParallelData, device: torch.device, source: SourceFormat, output: str, batch_size: int = 64) -> dict[str, float]:
-    """The summed NLL averaged over sentences ('nll': Bahdanau Table 2's Dev NLL) and the per-word
-    perplexity, EOS counted ('ppl': Luong's Tables 1 and 4), the output layer's by the recurrence `output`."""
-    model.eval()
-    objective = SentenceNLL(model, output)
-    total, tokens = 0.0, 0
-    for b in eval_batches(data, batch_size, source):
-        b = b.to(device)
-        total += float(sentence_nll(objective, b).sum())
-        tokens += b.target_tokens
-    model.train()
-    return {"nll": total / len(data), "ppl": math.exp(total / max(tokens, 1))}
+def _describe(name: str, measured: dict[str, float]) -> str:
+    """One held-out set's validation for the log."""
+    bleu = f", BLEU {measured['bleu']:.2f}" if "bleu" in measured else ""
+    return f"{name} NLL/sent {measured['nll']:.2f}, ppl {measured['ppl']:.2f}{bleu}"
 
 
 def _loss_divisor(batch: Batch, kind: str) -> int:
@@ -119,6 +107,7 @@ class Trainer:
         data_sha256: dict[str, str],
         world: World = World(),
         stop: StopFlag | None = None,
+        tgt_bpe: bool = False,
     ) -> None:
         self.system, self.cfg = system, {**TRAIN_DEFAULTS, **system["train"]}
         self.valid, self.out_dir, self.device, self.world = valid, out_dir, device, world
@@ -128,6 +117,10 @@ class Trainer:
         if self.cfg["host_memory"] not in HOST_MEMORY:
             raise UserError(f"train.host_memory is {self.cfg['host_memory']!r}; expected one of {', '.join(HOST_MEMORY)}.")
         HOST_MEMORY[self.cfg["host_memory"]]()
+        if self.cfg["valid_metric"] not in SELECTION:
+            raise UserError(f"train.valid_metric is {self.cfg['valid_metric']!r}; expected one of {', '.join(SELECTION)}.")
+        self.valid_decode = DecodeSettings.from_dict(self.cfg["valid_decode"] or {}, "train.valid_decode")
+        self.tgt_bpe = tgt_bpe
         self.setup = setup.build(system, self.cfg, (len(src_vocab), len(tgt_vocab)), device, world, self.log)
         self.choices, self.paths, self.model, self.optimizer = self.setup.choices, self.setup.paths, self.setup.model, self.setup.optimizer
         self.static = self.setup.static
@@ -228,16 +221,18 @@ class Trainer:
 
     def _validate(self) -> bool:
         measured = {name: heldout_cost(self.model, data, self.device, self.source, self.paths.output) for name, data in self.valid.items()}
-        costs = {name: m["nll"] for name, m in measured.items()}
+        first = next(iter(measured), None)
+        if first is not None and self.cfg["valid_metric"] == "bleu":
+            measured[first]["bleu"] = heldout_bleu(self.model, self.valid[first], self.tgt_vocab, self.valid_decode, self.device, self.source, bpe=self.tgt_bpe)
         s = self.state
-        s.history.append({"update": s.update, **costs, **{f"{name}_ppl": m["ppl"] for name, m in measured.items()}})
+        s.history.append({"update": s.update, **{name if key == "nll" else f"{name}_{key}": value for name, m in measured.items() for key, value in m.items()}})
         self.metrics.validated(measured)
-        self.log(f"validation at update {s.update}: " + ", ".join(f"{k} NLL/sent {m['nll']:.2f}, ppl {m['ppl']:.2f}" for k, m in measured.items()))
-        if not costs:
+        self.log(f"validation at update {s.update}: " + ", ".join(_describe(name, m) for name, m in measured.items()))
+        if first is None:
             return False
-        first = next(iter(costs.values()))
-        if first < s.best_dev:
-            s.best_dev, s.best_update, s.bad_validations = first, s.update, 0
+        value = SELECTION[self.cfg["valid_metric"]](measured[first])
+        if value < s.best_dev:
+            s.best_dev, s.best_update, s.bad_validations = value, s.update, 0
             if self.cfg["patience"] is not None:
                 self.best_weights = {k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
             return False

@@ -4,7 +4,7 @@ One JSON object per update: `update`, `epoch`, `lr`, `train_nll_per_token` (this
 (before clipping; null where it was not finite), `clipped`, `target_tokens`. The update at a log point adds
 `wall_time_s` (the run's, summed over resumed runs) and `target_tokens_per_s` (since the previous log point, as
 the log line says); an update followed by validation adds `<set>_nll` (per sentence) and `<set>_ppl` for each
-held-out set.
+held-out set, and `<set>_bleu` for the first where early stopping follows its BLEU (`train.valid_metric`).
 
 The rows of an update wait, on the device, until the next log point, validation, checkpoint or stop, so that
 recording them costs no synchronisation; there they are appended to the file. That happens before a
@@ -87,9 +87,9 @@ class MetricsLog:
         self.pending[-1].row |= {"wall_time_s": wall_time_s, "target_tokens_per_s": tokens_per_s}
 
     def validated(self, measured: dict[str, dict[str, float]]) -> None:
-        """Held-out NLL per sentence and perplexity, for the last update added."""
+        """Held-out NLL per sentence, perplexity and (where early stopping follows it) BLEU, for the last update added."""
         for name, m in measured.items():
-            self.pending[-1].row |= {f"{name}_nll": m["nll"], f"{name}_ppl": m["ppl"]}
+            self.pending[-1].row |= {f"{name}_{key}": value for key, value in m.items()}
 
     def flush(self, total: Any) -> None:
         """Append the waiting rows; `total` sums a tensor over the training processes (every process calls this)."""
@@ -121,8 +121,8 @@ class MetricsLog:
             self.tensorboard.flush()
 
     def _to_tensorboard(self, row: dict[str, Any]) -> None:
-        """A log point's window NLL and LOGGED values, and a validation's held-out costs."""
-        scalars = {key: value for key, value in row.items() if key.endswith(("_nll", "_ppl"))}
+        """A log point's window NLL and LOGGED values, and a validation's held-out costs (and BLEU)."""
+        scalars = {key: value for key, value in row.items() if key.endswith(("_nll", "_ppl", "_bleu"))}
         if (mean := self.window.add(row)) is not None:
             scalars |= {"train_nll_per_token": mean, **{key: row[key] for key in LOGGED if row[key] is not None}}
         for key, value in scalars.items():

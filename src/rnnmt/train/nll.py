@@ -12,7 +12,7 @@ exactly what `cross_entropy` gives.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
@@ -22,6 +22,9 @@ from rnnmt.models import padding
 from rnnmt.recurrence import shared
 from rnnmt.recurrence.precision import explicit_precision
 from rnnmt.train import kernel_stages
+
+if TYPE_CHECKING:
+    from rnnmt.train.batching import Batch
 
 
 class Workspace:
@@ -165,3 +168,8 @@ class SentenceNLL(nn.Module):
         if token_rows is None:
             return masked_output_nll(hidden, self.model.decoder.output_layer, tgt, tgt_mask, self.workspace)
         return output_nll(hidden, self.model.decoder.output_layer, tgt, token_rows, self.workspace)
+
+
+def sentence_nll(objective: nn.Module, batch: Batch) -> Tensor:
+    """Summed token NLL per sentence [B] (nats), from a `SentenceNLL` (or its DDP wrapper)."""
+    return objective(batch.src, batch.src_mask, batch.tgt, batch.tgt_mask, batch.token_rows)

@@ -91,6 +91,7 @@ def train_system(
         data_sha,
         world,
         stop,
+        tgt_bpe=codes["tgt"] is not None,
     )
     if why:
         trainer.log(why)
