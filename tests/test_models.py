@@ -119,6 +119,26 @@ def test_groundhog_init_follows_the_paper():
     assert torch.all(model.decoder.U_o.bias == 0)
 
 
+def test_nmtpy_init_scales_each_matrix_by_its_inputs():
+    """nmtpy's xavier: N(0, 1/n_in) with n_in a weight's inputs, or an embedding table's vocabulary."""
+    torch.manual_seed(0)
+    cfg = {**tiny_model_config(init="nmtpy"), "emb": 64, "hidden": 96, "align_hidden": 80, "maxout": 48}
+    model = build_model(cfg, 3000, 2000)
+    expected = {
+        model.encoder.fwd.W_in.weight: 64,  # embeddings in
+        model.decoder.attention.U_a.weight: 192,  # annotations in
+        model.decoder.U_o.weight: 96,  # decoder state in
+        model.decoder.W_o.weight: 48,  # maxout units in
+        model.encoder.embed.weight: 3000,  # source vocabulary
+        model.decoder.embed.weight: 2000,  # target vocabulary
+    }
+    for weight, n_in in expected.items():
+        assert abs(weight.std().item() * n_in**0.5 - 1.0) < 0.05
+    u_r = model.decoder.gru.U_gates.weight[96:]
+    assert torch.allclose(u_r @ u_r.T, torch.eye(96), atol=1e-5)
+    assert torch.all(model.decoder.U_o.bias == 0) and torch.all(model.encoder.embed.bias == 0)
+
+
 def test_encdec_context_is_last_forward_state():
     torch.manual_seed(0)
     model = build_model(tiny_model_config(encoder="gru", attention="none"), 20, 20)

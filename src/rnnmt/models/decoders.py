@@ -221,7 +221,7 @@ class ConditionalGRUDecoder(nn.Module):
             cells |= {f"{name}.weight_ih": scheme.weight, f"{name}.weight_hh": scheme.recurrent}
             cells |= {f"{name}.bias_ih": scheme.bias, f"{name}.bias_hh": scheme.bias}
         linear = linear_rules({"W_s": self.W_s, "U_o": self.U_o, "V_o": self.V_o, "C_o": self.C_o, "W_o": self.W_o}, scheme)
-        return {"embed.weight": scheme.weight, **cells, **linear}
+        return {"embed.weight": scheme.embedding, **cells, **linear}
 
     @property
     def output_layer(self) -> nn.Linear:
@@ -334,7 +334,7 @@ class LuongDecoder(nn.Module):
         """The embeddings, the LSTM and the output maps (the attention declares its own)."""
         outputs = {"W_s": self.W_s} if self.W_c is None else {"W_c": self.W_c, "W_s": self.W_s}
         lstm_rules = prefixed("lstm", lstm.init_rules(self.lstm, scheme))
-        return {"embed.weight": scheme.weight, **lstm_rules, **linear_rules(outputs, scheme)}
+        return {"embed.weight": scheme.embedding, **lstm_rules, **linear_rules(outputs, scheme)}
 
     @property
     def attends(self) -> bool:

@@ -38,7 +38,7 @@ class Embedding(nn.Module):
         self.bias = nn.Parameter(torch.zeros(dim))
 
     def init_rules(self, scheme: Scheme) -> dict[str, Rule]:
-        return {"weight": scheme.weight, "bias": scheme.bias}
+        return {"weight": scheme.embedding, "bias": scheme.bias}
 
     def forward(self, ids: Tensor) -> Tensor:
         return nn.functional.embedding(ids, self.weight) + self.bias
@@ -104,7 +104,7 @@ class LSTMEncoder(nn.Module):
         self.output_size = hidden
 
     def init_rules(self, scheme: Scheme) -> dict[str, Rule]:
-        return {"embed.weight": scheme.weight, **prefixed("lstm", lstm.init_rules(self.lstm, scheme))}
+        return {"embed.weight": scheme.embedding, **prefixed("lstm", lstm.init_rules(self.lstm, scheme))}
 
     def forward(self, src: Tensor, mask: Tensor) -> Encoded:
         out, final = self.loops.lstm_encoder(self, self.drop(self.embed(src)), mask)

@@ -32,6 +32,18 @@ def uniform(limit: float) -> Rule:
     return lambda p: p.uniform_(-limit, limit)
 
 
+def fan_in_normal(weight: Tensor) -> None:
+    """N(0, 1/n_in) for a torch weight [out, in], each row's n_in inputs (nmtpy's `norm_weight(nin, nout,
+    scale="xavier")`, nmtutils.py l. 66–77)."""
+    weight.normal_(0.0, weight.shape[1] ** -0.5)
+
+
+def vocabulary_normal(weight: Tensor) -> None:
+    """N(0, 1/V) for an embedding table [V, E]: nmtpy draws it as `norm_weight(n_words, embedding_dim)`, so
+    its n_in is the vocabulary (models/attention.py, `init_params`)."""
+    weight.normal_(0.0, weight.shape[0] ** -0.5)
+
+
 def orthogonal_blocks(weight: Tensor) -> None:
     """Each square block of a stacked recurrent matrix [U_z; U_r] gets its own random orthogonal init."""
     n = weight.shape[1]
@@ -41,34 +53,44 @@ def orthogonal_blocks(weight: Tensor) -> None:
 
 @dataclass(frozen=True)
 class Scheme:
-    """A scheme's name and its rules for ordinary weight matrices, biases and recurrent matrices."""
+    """A scheme's name and its rules for ordinary weight matrices, biases, recurrent matrices and embedding tables."""
 
     name: str
     weight: Rule
     bias: Rule
     recurrent: Rule
+    embedding: Rule
 
 
 def groundhog(cfg: dict[str, Any]) -> Scheme:
     """GroundHog's: weights N(0, 0.01²), recurrent matrices orthogonal, biases 0 (experiments/nmt/state.py:
     `weight_init_fn = 'sample_weights_classic'`, `weight_scale = 0.01`, `rec_weight_init_fn =
     'sample_weights_orth'`, `bias = 0.`); the alignment model's own rules are in attention.py."""
-    return Scheme("groundhog", normal(1e-2), zeros, orthogonal_blocks)
+    draw = normal(1e-2)
+    return Scheme("groundhog", draw, zeros, orthogonal_blocks, draw)
 
 
 def uniform_scheme(cfg: dict[str, Any]) -> Scheme:
     """U(−0.1, 0.1) weights (the common NMT default), recurrent matrices orthogonal, biases 0."""
-    return Scheme("uniform", uniform(0.1), zeros, orthogonal_blocks)
+    draw = uniform(0.1)
+    return Scheme("uniform", draw, zeros, orthogonal_blocks, draw)
+
+
+def nmtpy(cfg: dict[str, Any]) -> Scheme:
+    """nmtpy's `weight_init: xavier` (lium-lst/nmtpy nmtutils.py l. 58–83, layers.py): weights N(0, 1/n_in),
+    embedding tables N(0, 1/V), recurrent matrices orthogonal, biases 0. nmtpy also draws a square non-recurrent
+    matrix orthogonal (its context projection inside the attention, 2H × 2H); no RNNsearch matrix is that one."""
+    return Scheme("nmtpy", fan_in_normal, zeros, orthogonal_blocks, vocabulary_normal)
 
 
 def luong(cfg: dict[str, Any]) -> Scheme:
     """Luong et al.: every parameter uniform in [−r, r], r = init_range (0.1 in the paper, §4.5; nmt.matlab's
     trainLSTM.m draws every matrix with `initMatrixRange(params.initRange, …)`)."""
     draw = uniform(cfg["init_range"])
-    return Scheme("luong", draw, draw, draw)
+    return Scheme("luong", draw, draw, draw, draw)
 
 
-SCHEMES: dict[str, Callable[[dict[str, Any]], Scheme]] = {"groundhog": groundhog, "uniform": uniform_scheme, "luong": luong}
+SCHEMES: dict[str, Callable[[dict[str, Any]], Scheme]] = {"groundhog": groundhog, "uniform": uniform_scheme, "nmtpy": nmtpy, "luong": luong}
 
 
 @runtime_checkable
