@@ -17,7 +17,7 @@ from rnnmt.fileio import read_ids, read_lines, stdin_lines, write_lines, write_s
 from rnnmt.models.artifact import LoopsOf, TrainedModel, load_model
 from rnnmt.models.source import SourceFormat
 from rnnmt.runtime import log, pick_device
-from rnnmt.text.bpe import BpeSegmenter, units
+from rnnmt.text.bpe import text_line, units
 from rnnmt.text.tokenize import detokenize_lines
 
 
@@ -30,7 +30,7 @@ def target_text(tm: TrainedModel, hyp: Hypothesis, source: str, unk: UnkReplacer
     tokens = tm.tgt_vocab.decode(hyp.tokens)
     if unk is not None:
         tokens = unk.replace(tokens, hyp.align, source.split())
-    return " ".join(BpeSegmenter.merge(tokens) if tm.tgt_bpe is not None else tokens)
+    return text_line(tokens, tm.tgt_bpe is not None)
 
 
 def search_batches(

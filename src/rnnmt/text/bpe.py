@@ -75,6 +75,11 @@ def units(line: str, bpe: BpeSegmenter | None) -> list[str]:
     return bpe.segment(tokens) if bpe is not None else tokens
 
 
+def text_line(symbols: list[str], bpe: bool) -> str:
+    """A model's symbols as whitespace-tokenized text, subword units joined where they are BPE units (the inverse of `units`)."""
+    return " ".join(BpeSegmenter.merge(symbols) if bpe else symbols)
+
+
 def vocab_file(text: Path, size: int, output: Path, bpe_codes: Path | None = None) -> Vocab:
     """The vocabulary of a tokenized training text, written to `output`: its `size` most frequent words, or
     units after segmenting with `bpe_codes`."""

@@ -13,7 +13,7 @@ from rnnmt.evaluate.bleu import tokenized_bleu
 from rnnmt.models.build import Seq2Seq
 from rnnmt.models.source import SourceFormat
 from rnnmt.text.binarize import ParallelData
-from rnnmt.text.bpe import BpeSegmenter
+from rnnmt.text.bpe import text_line
 from rnnmt.text.vocab import Vocab
 from rnnmt.train.batching import eval_batches
 from rnnmt.train.nll import SentenceNLL, sentence_nll
@@ -36,8 +36,7 @@ def heldout_cost(model: Seq2Seq, data: ParallelData, device: torch.device, sourc
 
 def target_line(vocab: Vocab, ids: list[int], bpe: bool) -> str:
     """Target ids as a tokenized line, subword units joined where the target side is BPE'd."""
-    tokens = vocab.decode(ids)
-    return " ".join(BpeSegmenter.merge(tokens) if bpe else tokens)
+    return text_line(vocab.decode(ids), bpe)
 
 
 @torch.no_grad()
