@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from rnnmt.errors import UserError
 from rnnmt.models.attention import ATTENTIONS, LUONG_KINDS, LuongAttention
 from rnnmt.models.decoders import BahdanauDecoder, ConditionalGRUDecoder, Context, LuongDecoder, State
-from rnnmt.models.encoders import ENCODERS, BiGRUEncoder, Encoded, LSTMEncoder
+from rnnmt.models.encoders import ENCODER_NORMS, ENCODERS, BiGRUEncoder, Encoded, LSTMEncoder
 from rnnmt.models.initialisation import SCHEMES, initialise
 from rnnmt.models.loops import PLAIN, Loops
 
@@ -31,7 +31,7 @@ BAHDANAU_DROPOUT = ("embedding_dropout", "context_dropout")
 DROPOUT = ("dropout", *BAHDANAU_DROPOUT)
 
 # The conventions of GroundHog systems, whose configs (and model files) predate these keys.
-DEFAULTS = {"decoder": "gru", "source_eos": True, "reverse_source": False, "dropout": 0.0, **dict.fromkeys(BAHDANAU_DROPOUT, 0.0)}
+DEFAULTS = {"decoder": "gru", "source_eos": True, "reverse_source": False, "dropout": 0.0, **dict.fromkeys(BAHDANAU_DROPOUT, 0.0), "encoder_norm": "none"}
 
 
 def model_settings(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -110,7 +110,8 @@ def build_model(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Loop
 
 def _build_bahdanau(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Mapping[str, Loops]) -> Seq2Seq:
     encoder_class = ENCODERS[_choice(cfg, "encoder", ENCODERS, "gru")]
-    encoder = encoder_class(src_vocab, cfg["emb"], cfg["hidden"], loops["encoder"], dropout=cfg["embedding_dropout"])
+    norm = _choice(cfg, "encoder_norm", ENCODER_NORMS, "gru")
+    encoder = encoder_class(src_vocab, cfg["emb"], cfg["hidden"], loops["encoder"], dropout=cfg["embedding_dropout"], norm=norm)
     decoder = BahdanauDecoder(
         tgt_vocab,
         cfg["emb"],
@@ -132,7 +133,8 @@ def _build_conditional(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loop
     """nmtpy's conditional GRU decoder on RNNsearch's encoder (decoders.ConditionalGRUDecoder)."""
     _choice(cfg, "encoder", ("bigru",), "cgru")
     _choice(cfg, "attention", ("additive",), "cgru")
-    encoder = BiGRUEncoder(src_vocab, cfg["emb"], cfg["hidden"], loops["encoder"], dropout=cfg["embedding_dropout"])
+    norm = _choice(cfg, "encoder_norm", ENCODER_NORMS, "cgru")
+    encoder = BiGRUEncoder(src_vocab, cfg["emb"], cfg["hidden"], loops["encoder"], dropout=cfg["embedding_dropout"], norm=norm)
     decoder = ConditionalGRUDecoder(tgt_vocab, cfg["emb"], cfg["hidden"], encoder.output_size, cfg["align_hidden"], cfg["dropout"], cfg["context_dropout"])
     return Seq2Seq(encoder, decoder)
 
@@ -142,6 +144,7 @@ def _build_luong(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Map
     for key in BAHDANAU_DROPOUT:
         if cfg[key]:
             raise UserError(f"model.{key} is {cfg[key]}, but a 'lstm' decoder has no such dropout; its `dropout` is nmt.matlab's, on every LSTM layer's input.")
+    _choice(cfg, "encoder_norm", ("none",), "lstm")
     kind = _choice(cfg, "attention", ("none", *LUONG_KINDS), "lstm")
     sizes = (cfg["emb"], cfg["hidden"], cfg["layers"])
     common = {"dropout": cfg["dropout"], "bias": cfg["bias"], "state_clip": cfg["state_clip"]}

@@ -11,7 +11,11 @@ from torch import Tensor, nn
 from rnnmt.models import lstm
 from rnnmt.models.gru import GroundhogGRU
 from rnnmt.models.initialisation import Rule, Scheme, prefixed
+from rnnmt.models.lngru import LayerNormGRU
 from rnnmt.models.loops import PLAIN, Loops
+
+# The Bahdanau family's encoder GRU by `model.encoder_norm`: GroundHog's, or nmtpy's layer-normalised one.
+ENCODER_NORMS: dict[str, type[GroundhogGRU] | type[LayerNormGRU]] = {"none": GroundhogGRU, "layer": LayerNormGRU}
 
 
 @dataclass
@@ -46,14 +50,15 @@ class Embedding(nn.Module):
 
 class BiGRUEncoder(nn.Module):
     """h_j = [→h_j; ←h_j] with one embedding shared by both directions (paper-spec §1.2); `dropout` on the word
-    embeddings (`model.embedding_dropout`: not in GroundHog, nmtpy's `emb_dropout`)."""
+    embeddings (`model.embedding_dropout`: not in GroundHog, nmtpy's `emb_dropout`); `norm`: the GRU, by
+    ENCODER_NORMS."""
 
-    def __init__(self, vocab_size: int, emb_dim: int, hidden: int, loops: Loops = PLAIN, dropout: float = 0.0) -> None:
+    def __init__(self, vocab_size: int, emb_dim: int, hidden: int, loops: Loops = PLAIN, dropout: float = 0.0, norm: str = "none") -> None:
         super().__init__()
         self.embed = Embedding(vocab_size, emb_dim)
         self.drop = nn.Dropout(dropout)
-        self.fwd = GroundhogGRU(emb_dim, hidden, loops=loops)
-        self.bwd = GroundhogGRU(emb_dim, hidden, loops=loops)
+        self.fwd = ENCODER_NORMS[norm](emb_dim, hidden, loops=loops)
+        self.bwd = ENCODER_NORMS[norm](emb_dim, hidden, loops=loops)
         self.loops = loops
         self.output_size = 2 * hidden
         self.summary_size = hidden
@@ -68,13 +73,13 @@ class BiGRUEncoder(nn.Module):
 
 class GRUEncoder(nn.Module):
     """RNNencdec's encoder: the last forward state (after EOS) is the fixed summary c (paper-spec §2); `dropout` on
-    the word embeddings, as BiGRUEncoder's."""
+    the word embeddings and `norm`, as BiGRUEncoder's."""
 
-    def __init__(self, vocab_size: int, emb_dim: int, hidden: int, loops: Loops = PLAIN, dropout: float = 0.0) -> None:
+    def __init__(self, vocab_size: int, emb_dim: int, hidden: int, loops: Loops = PLAIN, dropout: float = 0.0, norm: str = "none") -> None:
         super().__init__()
         self.embed = Embedding(vocab_size, emb_dim)
         self.drop = nn.Dropout(dropout)
-        self.fwd = GroundhogGRU(emb_dim, hidden, loops=loops)
+        self.fwd = ENCODER_NORMS[norm](emb_dim, hidden, loops=loops)
         self.output_size = hidden
         self.summary_size = hidden
 
@@ -117,5 +122,5 @@ class LSTMEncoder(nn.Module):
 
 
 ENCODERS: dict[str, type[BiGRUEncoder] | type[GRUEncoder]] = {"bigru": BiGRUEncoder, "gru": GRUEncoder}
-"""Bahdanau-family encoders by `model.encoder`, built from (vocabulary size, embedding size, hidden size, loops) and
-the embeddings' `dropout`; Luong's decoder takes the LSTMEncoder alone."""
+"""Bahdanau-family encoders by `model.encoder`, built from (vocabulary size, embedding size, hidden size, loops), the
+embeddings' `dropout` and the GRU's `norm`; Luong's decoder takes the LSTMEncoder alone."""

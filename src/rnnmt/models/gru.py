@@ -59,17 +59,40 @@ def previous_state_grad(d: Tensor, d_rh: Tensor, r: Tensor, d_step: Tensor, z: T
     return d.addcmul_(d_rh, r).sub_(d_step * z)
 
 
-class GroundhogGRU(nn.Module):
-    """One GRU layer; inputs are projected for all time steps at once, the recurrence step by step.
+class ScannedGRU(nn.Module):
+    """A GRU layer's run over a sequence, given its `step`; `scan` runs it by the model's loops (models/loops.py):
+    `steps` itself, the reference that autograd differentiates, or a fast form of it."""
 
-    `scan` runs the recurrence by the model's loops (models/loops.py): `steps` itself, the reference that
-    autograd differentiates, or a fast form of it.
-    """
-
-    def __init__(self, input_size: int, hidden_size: int, context_size: int = 0, loops: Loops = PLAIN) -> None:
+    def __init__(self, hidden_size: int, loops: Loops) -> None:
         super().__init__()
         self.hidden_size = hidden_size
         self.loops = loops
+
+    def step(self, x_proj: Tensor, h: Tensor, keep: Tensor | None = None) -> Tensor:
+        """One update of rows [N, H] from the projected input [N, 3H]; rows whose keep [N, 1] is 0 carry h over."""
+        raise NotImplementedError
+
+    def scan(self, x_proj: Tensor, mask: Tensor | None, reverse: bool = False, h0: Tensor | None = None) -> Tensor:
+        """Run over [B, T, 3H] projected inputs from h0 (default 0); masked steps carry the state over."""
+        h = x_proj.new_zeros(x_proj.shape[0], self.hidden_size) if h0 is None else h0
+        return self.loops.gru_scans([self], [x_proj], mask, [reverse], [h])[0]
+
+    def steps(self, x_proj: Tensor, mask: Tensor | None, reverse: bool, h0: Tensor) -> Tensor:
+        """`scan` as written: `step` at each position, in order."""
+        steps = x_proj.shape[1]
+        keep = mask.unsqueeze(-1).to(x_proj.dtype) if mask is not None else None
+        out: list[Tensor] = [h0] * steps
+        h = h0
+        for t in range(steps - 1, -1, -1) if reverse else range(steps):
+            h = out[t] = self.step(x_proj[:, t], h, keep[:, t] if keep is not None else None)
+        return torch.stack(out, dim=1)
+
+
+class GroundhogGRU(ScannedGRU):
+    """One GRU layer; inputs are projected for all time steps at once, the recurrence step by step."""
+
+    def __init__(self, input_size: int, hidden_size: int, context_size: int = 0, loops: Loops = PLAIN) -> None:
+        super().__init__(hidden_size, loops)
         # [W_z; W_r; W] applied to the input; the candidate's bias is the only bias (§1.2).
         self.W_in = AlignedLinear(input_size, 3 * hidden_size, bias=False)  # 620-wide embeddings: padding.py
         self.b_cand = nn.Parameter(torch.zeros(hidden_size))
@@ -110,18 +133,3 @@ class GroundhogGRU(nn.Module):
         zr = gates(torch.addmm(x_proj[:, : 2 * H], h, self.U_gates.weight.t()))
         z, r = zr[:, :H], zr[:, H:]
         return interpolate(h, z, candidate(torch.addmm(x_proj[:, 2 * H :] + self.b_cand, r * h, self.U_cand.weight.t())), keep)
-
-    def scan(self, x_proj: Tensor, mask: Tensor | None, reverse: bool = False, h0: Tensor | None = None) -> Tensor:
-        """Run over [B, T, 3H] projected inputs from h0 (default 0); masked steps carry the state over (GroundHog)."""
-        h = x_proj.new_zeros(x_proj.shape[0], self.hidden_size) if h0 is None else h0
-        return self.loops.gru_scans([self], [x_proj], mask, [reverse], [h])[0]
-
-    def steps(self, x_proj: Tensor, mask: Tensor | None, reverse: bool, h0: Tensor) -> Tensor:
-        """`scan` as written: `step` at each position, in order."""
-        steps = x_proj.shape[1]
-        keep = mask.unsqueeze(-1).to(x_proj.dtype) if mask is not None else None
-        out: list[Tensor] = [h0] * steps
-        h = h0
-        for t in range(steps - 1, -1, -1) if reverse else range(steps):
-            h = out[t] = self.step(x_proj[:, t], h, keep[:, t] if keep is not None else None)
-        return torch.stack(out, dim=1)

@@ -24,6 +24,10 @@ def zeros(p: Tensor) -> None:
     p.zero_()
 
 
+def ones(p: Tensor) -> None:
+    p.fill_(1.0)
+
+
 def normal(std: float) -> Rule:
     return lambda p: p.normal_(0.0, std)
 

@@ -349,6 +349,8 @@ class FastLoops(Loops):
     def unsupported(self, model_cfg: dict[str, Any], part: str) -> str | None:
         if part == "decoder" and model_cfg.get("decoder", "gru") == "gru" and model_cfg["attention"] not in self.decoders:
             return f"Bahdanau attention {model_cfg['attention']!r} has no {self.name} form (recurrence/)"
+        if part == "encoder" and model_cfg.get("encoder_norm", "none") != "none":
+            return f"the layer-normalised encoder GRU (models/lngru.py) has no {self.name} form"
         return None
 
     def bahdanau_decoder(self, decoder: Any, s0: Tensor, x_proj: Tensor, keys: Tensor, enc: Any) -> tuple[Tensor, Tensor, Tensor]:
