@@ -78,6 +78,17 @@ def tiny_model_config(encoder: str = "bigru", attention: str = "additive", init:
     return {"encoder": encoder, "attention": attention, "emb": 8, "hidden": 12, "align_hidden": 10, "maxout": 6, "output_rank": None, "init": init}
 
 
+def assert_padding_does_not_change_a_sentence(model: torch.nn.Module) -> None:
+    """A sentence's logits are the same alone and in a batch beside a longer one (source and target padded)."""
+    alone = torch.tensor([[3, 4, 2]])
+    padded = torch.tensor([[3, 4, 2, 0, 0], [5, 6, 7, 8, 2]])
+    tgt = torch.tensor([[5, 6, 2], [7, 2, 0]])
+    with torch.no_grad():
+        a, _ = model(alone, alone != 0, tgt[:1])
+        b, _ = model(padded, padded != 0, tgt)
+    torch.testing.assert_close(a[0], b[0])
+
+
 def tiny_luong_config(attention: str = "global", score: str = "general", **changes) -> dict:
     """A 2-layer Luong model: reversed source without EOS, input feeding, no biases."""
     return {

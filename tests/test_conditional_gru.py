@@ -11,6 +11,8 @@ from rnnmt.errors import UserError
 from rnnmt.models.build import build_model
 from rnnmt.models.encoders import Encoded
 
+from conftest import assert_padding_does_not_change_a_sentence
+
 CONFIG = {"decoder": "cgru", "encoder": "bigru", "attention": "additive", "emb": 5, "hidden": 4, "align_hidden": 6, "init": "uniform"}
 
 
@@ -122,14 +124,7 @@ def test_step_by_step_decoding_equals_the_training_pass():
 
 
 def test_padding_does_not_change_a_sentence():
-    m = model()
-    alone = torch.tensor([[3, 4, 2]])
-    padded = torch.tensor([[3, 4, 2, 0, 0], [5, 6, 7, 8, 2]])
-    tgt = torch.tensor([[5, 6, 2], [7, 2, 0]])
-    with torch.no_grad():
-        a, _ = m(alone, alone != 0, tgt[:1])
-        b, _ = m(padded, padded != 0, tgt)
-    torch.testing.assert_close(a[0], b[0])
+    assert_padding_does_not_change_a_sentence(model())
 
 
 @pytest.mark.parametrize(("key", "value"), [("encoder", "gru"), ("attention", "none")])

@@ -12,7 +12,7 @@ from rnnmt.models.build import build_model
 from rnnmt.models.lngru import LayerNormGRU
 from rnnmt.train import selfcheck
 
-from conftest import tiny_luong_config, tiny_model_config
+from conftest import assert_padding_does_not_change_a_sentence, tiny_luong_config, tiny_model_config
 
 
 def model(**overrides: object) -> torch.nn.Module:
@@ -91,14 +91,7 @@ def test_the_encoder_is_nmtpys_gru_layer_with_layer_norm():
 
 
 def test_padding_does_not_change_a_sentence():
-    m = model()
-    alone = torch.tensor([[3, 4, 2]])
-    padded = torch.tensor([[3, 4, 2, 0, 0], [5, 6, 7, 8, 2]])
-    tgt = torch.tensor([[5, 6, 2], [7, 2, 0]])
-    with torch.no_grad():
-        a, _ = m(alone, alone != 0, tgt[:1])
-        b, _ = m(padded, padded != 0, tgt)
-    torch.testing.assert_close(a[0], b[0])
+    assert_padding_does_not_change_a_sentence(model())
 
 
 def test_gains_start_at_one_biases_at_zero_and_recurrent_matrices_orthogonal():
