@@ -32,6 +32,7 @@ from torch import Tensor
 
 from rnnmt.models import lstm
 from rnnmt.models.attention import LoopAttention
+from rnnmt.models.build import model_settings
 from rnnmt.models.decoders import FeedWeights
 from rnnmt.models.encoders import Encoded
 from rnnmt.models.loops import Loops
@@ -347,9 +348,10 @@ class FastLoops(Loops):
     feed_loop: ClassVar[type[torch.autograd.Function]]
 
     def unsupported(self, model_cfg: dict[str, Any], part: str) -> str | None:
-        if part == "decoder" and model_cfg.get("decoder", "gru") == "gru" and model_cfg["attention"] not in self.decoders:
+        model_cfg = model_settings(model_cfg)
+        if part == "decoder" and model_cfg["decoder"] == "gru" and model_cfg["attention"] not in self.decoders:
             return f"Bahdanau attention {model_cfg['attention']!r} has no {self.name} form (recurrence/)"
-        if part == "encoder" and model_cfg.get("encoder_norm", "none") != "none":
+        if part == "encoder" and model_cfg["encoder_norm"] != "none":
             return f"the layer-normalised encoder GRU (models/lngru.py) has no {self.name} form"
         return None
 
