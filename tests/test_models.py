@@ -150,11 +150,12 @@ def test_encdec_context_is_last_forward_state():
 
 @pytest.mark.parametrize("grad", [True, False], ids=["autograd", "no-grad"])
 @pytest.mark.parametrize(("encoder", "attention"), [("bigru", "additive"), ("gru", "none")])
-def test_training_pass_equals_step_by_step_decoding(encoder, attention, grad):
+@pytest.mark.parametrize("decoder_init", ["summary", "mean"])
+def test_training_pass_equals_step_by_step_decoding(encoder, attention, decoder_init, grad):
     """The batched teacher-forced pass and the beam's predict/advance steps (vocabulary tables, and without
     autograd the chunked energies) compute the same logits (§1.6)."""
     torch.manual_seed(1)
-    model = build_model(tiny_model_config(encoder, attention), 20, 20).eval()
+    model = build_model({**tiny_model_config(encoder, attention), "decoder_init": decoder_init}, 20, 20).eval()
     src = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
     tgt = torch.tensor([[9, 10, 11, 2], [12, 2, 0, 0]])
     logits, _ = model(src, src != 0, tgt)

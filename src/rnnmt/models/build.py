@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from rnnmt.errors import UserError
 from rnnmt.models.attention import ATTENTIONS, LUONG_KINDS, LuongAttention
-from rnnmt.models.decoders import BahdanauDecoder, ConditionalGRUDecoder, Context, LuongDecoder, State
+from rnnmt.models.decoders import DECODER_INITS, BahdanauDecoder, ConditionalGRUDecoder, Context, LuongDecoder, State
 from rnnmt.models.encoders import ENCODER_NORMS, ENCODERS, BiGRUEncoder, Encoded, LSTMEncoder
 from rnnmt.models.initialisation import SCHEMES, initialise
 from rnnmt.models.loops import PLAIN, Loops
@@ -31,12 +31,22 @@ BAHDANAU_DROPOUT = ("embedding_dropout", "context_dropout")
 DROPOUT = ("dropout", *BAHDANAU_DROPOUT)
 
 # The conventions of GroundHog systems, whose configs (and model files) predate these keys.
-DEFAULTS = {"decoder": "gru", "source_eos": True, "reverse_source": False, "dropout": 0.0, **dict.fromkeys(BAHDANAU_DROPOUT, 0.0), "encoder_norm": "none"}
+DEFAULTS = {
+    "decoder": "gru",
+    "source_eos": True,
+    "reverse_source": False,
+    "dropout": 0.0,
+    **dict.fromkeys(BAHDANAU_DROPOUT, 0.0),
+    "encoder_norm": "none",
+    "decoder_init": "summary",
+}
+# Where a decoder's own convention is not GroundHog's: nmtpy's conditional GRU starts from the mean annotation.
+DECODER_DEFAULTS = {"cgru": {"decoder_init": "mean"}}
 
 
 def model_settings(cfg: dict[str, Any]) -> dict[str, Any]:
-    """A model config with the GroundHog conventions filled in where it does not say otherwise."""
-    return {**DEFAULTS, **cfg}
+    """A model config with the GroundHog conventions (or its decoder's) filled in where it does not say otherwise."""
+    return {**DEFAULTS, **DECODER_DEFAULTS.get(cfg.get("decoder", DEFAULTS["decoder"]), {}), **cfg}
 
 
 class Seq2Seq(nn.Module):
@@ -125,6 +135,7 @@ def _build_bahdanau(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: 
         loops=loops["decoder"],
         dropout=cfg["dropout"],
         context_dropout=cfg["context_dropout"],
+        init=_choice(cfg, "decoder_init", DECODER_INITS, "gru"),
     )
     return Seq2Seq(encoder, decoder)
 
@@ -134,6 +145,7 @@ def _build_conditional(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loop
     _choice(cfg, "encoder", ("bigru",), "cgru")
     _choice(cfg, "attention", ("additive",), "cgru")
     norm = _choice(cfg, "encoder_norm", ENCODER_NORMS, "cgru")
+    _choice(cfg, "decoder_init", ("mean",), "cgru")
     encoder = BiGRUEncoder(src_vocab, cfg["emb"], cfg["hidden"], loops["encoder"], dropout=cfg["embedding_dropout"], norm=norm)
     decoder = ConditionalGRUDecoder(tgt_vocab, cfg["emb"], cfg["hidden"], encoder.output_size, cfg["align_hidden"], cfg["dropout"], cfg["context_dropout"])
     return Seq2Seq(encoder, decoder)
@@ -145,6 +157,7 @@ def _build_luong(cfg: dict[str, Any], src_vocab: int, tgt_vocab: int, loops: Map
         if cfg[key]:
             raise UserError(f"model.{key} is {cfg[key]}, but a 'lstm' decoder has no such dropout; its `dropout` is nmt.matlab's, on every LSTM layer's input.")
     _choice(cfg, "encoder_norm", ("none",), "lstm")
+    _choice(cfg, "decoder_init", ("summary",), "lstm")
     kind = _choice(cfg, "attention", ("none", *LUONG_KINDS), "lstm")
     sizes = (cfg["emb"], cfg["hidden"], cfg["layers"])
     common = {"dropout": cfg["dropout"], "bias": cfg["bias"], "state_clip": cfg["state_clip"]}

@@ -46,6 +46,17 @@ def attentional_state_grad(d_h_tilde: Tensor, h_tilde: Tensor, out: Tensor) -> T
     return torch.ops.aten.tanh_backward.grad_input(d_h_tilde, h_tilde, grad_input=out)
 
 
+# What s_0 = tanh(W_s ·) reads, by `model.decoder_init`: the encoder's summary (GroundHog's: ←h_1 in RNNsearch, c in
+# RNNencdec; the final states in Luong's), or the mean of the annotations the decoder reads (nmtpy's `init_cgru: text`).
+DECODER_INITS = ("summary", "mean")
+
+
+def mean_annotation(enc: Encoded) -> Tensor:
+    """mean_j h_j over the real source positions [B, A] (nmtpy dc0a161, models/attention.py l. 417–420)."""
+    mask = enc.mask.unsqueeze(-1).to(enc.annotations.dtype)
+    return (enc.annotations * mask).sum(1) / mask.sum(1)
+
+
 class WordTerms:
     """What each vocabulary word contributes wherever the decoder reads it, computed once per search: rows
     [V, ·] of the vocabulary, not of sentences, so beam search's `take` (which picks sentence rows of
@@ -64,6 +75,7 @@ class BahdanauDecoder(nn.Module):
     with probability p and scales by p at test time, torch drops with probability p and scales by 1/(1 − p) in
     training, which gives the same expected activations); `context_dropout` on the annotations h_j the decoder reads
     (not in GroundHog: nmtpy's `ctx_dropout`). Neither is inside the recurrent loop, so every form of it runs them.
+    `init`: what s_0 is computed from (DECODER_INITS), the encoder's summary (the paper's ←h_1) or the mean annotation.
     """
 
     def __init__(
@@ -80,14 +92,16 @@ class BahdanauDecoder(nn.Module):
         loops: Loops = PLAIN,
         dropout: float = 0.0,
         context_dropout: float = 0.0,
+        init: str = "summary",
     ) -> None:
         super().__init__()
+        self.init_from = init
         self.maxout_units = maxout_units
         self.drop = nn.Dropout(dropout)
         self.context_drop = nn.Dropout(context_dropout)
         self.loops = loops
         self.embed = Embedding(vocab_size, emb_dim)
-        self.W_s = nn.Linear(summary_size, hidden)  # s_0 = tanh(W_s ←h_1 + b)
+        self.W_s = nn.Linear(context_size if init == "mean" else summary_size, hidden)  # s_0 = tanh(W_s x + b)
         self.gru = GroundhogGRU(emb_dim, hidden, context_size, loops=loops)
         self.attention_name = attention  # its key in ATTENTIONS, by which the fast loops find their form of it
         self.attention: BahdanauAttention = ATTENTIONS[attention](hidden, context_size, align_hidden)
@@ -112,7 +126,9 @@ class BahdanauDecoder(nn.Module):
         return not self.attention.static
 
     def init_state(self, enc: Encoded) -> Tensor:
-        return torch.tanh(self.W_s(enc.summary))
+        """s_0 = tanh(W_s x + b), x by `init` (DECODER_INITS); `features` hands it the annotations after dropout, as
+        nmtpy takes their mean (attention.py l. 414–420)."""
+        return torch.tanh(self.W_s(mean_annotation(enc) if self.init_from == "mean" else enc.summary))
 
     @property
     def output_layer(self) -> nn.Linear:
@@ -229,8 +245,7 @@ class ConditionalGRUDecoder(nn.Module):
 
     def init_state(self, enc: Encoded) -> Tensor:
         """s_0 = tanh(W_s mean_j h_j), the mean over real source positions."""
-        mask = enc.mask.unsqueeze(-1).to(enc.annotations.dtype)
-        return torch.tanh(self.W_s((enc.annotations * mask).sum(1) / mask.sum(1)))
+        return torch.tanh(self.W_s(mean_annotation(enc)))
 
     def hidden(self, s: Tensor, e_prev: Tensor, c: Tensor) -> Tensor:
         """The readout tanh(U_o s + V_o E y_prev + C_o c), dropout applied, which W_o maps to the vocabulary."""
