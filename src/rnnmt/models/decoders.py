@@ -57,6 +57,11 @@ def mean_annotation(enc: Encoded) -> Tensor:
     return (enc.annotations * mask).sum(1) / mask.sum(1)
 
 
+def previous_words(y_emb: Tensor) -> Tensor:
+    """E y_{t−1} at every step t of a teacher-forced pass over y_emb [B, T, E]: zeros before the first word."""
+    return torch.cat([torch.zeros_like(y_emb[:, :1]), y_emb[:, :-1]], dim=1)
+
+
 class WordTerms:
     """What each vocabulary word contributes wherever the decoder reads it, computed once per search: rows
     [V, ·] of the vocabulary, not of sentences, so beam search's `take` (which picks sentence rows of
@@ -152,8 +157,7 @@ class BahdanauDecoder(nn.Module):
         keys = self.attention.prepare(enc)
         y_emb = self.embed(tgt)
         queries, contexts, alphas = self.loops.bahdanau_decoder(self, self.init_state(enc), self.gru.project_inputs(y_emb), keys, enc)
-        e_prev = torch.cat([torch.zeros_like(y_emb[:, :1]), y_emb[:, :-1]], dim=1)
-        return self.hidden(queries, self.V_o(e_prev), contexts), alphas
+        return self.hidden(queries, self.V_o(previous_words(y_emb)), contexts), alphas
 
     def forward(self, enc: Encoded, tgt: Tensor) -> tuple[Tensor, Tensor]:
         """Logits [B, T, V] and α [B, T, S] of the teacher-forced pass."""
@@ -262,7 +266,7 @@ class ConditionalGRUDecoder(nn.Module):
         enc = Encoded(self.context_drop(enc.annotations), enc.mask, enc.summary)
         keys = self.attention.prepare(enc)
         y_emb = self.embed(tgt)
-        e_prev = torch.cat([torch.zeros_like(y_emb[:, :1]), y_emb[:, :-1]], dim=1)
+        e_prev = previous_words(y_emb)
         s = self.init_state(enc)
         states, contexts, alphas = [], [], []
         for t in range(tgt.shape[1]):
