@@ -7,8 +7,10 @@ from snakemake.utils import min_version
 
 from rnnmt.config import read_yaml
 from rnnmt.errors import UserError
+from rnnmt.train.stop import leave_the_warning_to_training
 
 min_version("9.0")
+leave_the_warning_to_training()  # Slurm's early warning is rnnmt train's to act on (docs/cluster.md)
 
 CONFIG_FILE = Path(workflow.basedir) / "config.yaml"
 try:

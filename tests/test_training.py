@@ -133,6 +133,24 @@ def test_a_stop_signal_checkpoints_and_the_rerun_ends_where_an_uninterrupted_run
         assert torch.equal(p, q), name
 
 
+def test_the_workflow_leaves_slurms_warning_to_the_training_alone():
+    """What the Snakefile does in every Snakemake, the job step's among them: the warning no longer ends Snakemake or
+    the shell it starts (their default), while an `rnnmt train` below them still catches it."""
+    script = """
+import os, signal, subprocess, sys
+from rnnmt.train.stop import leave_the_warning_to_training
+leave_the_warning_to_training()
+os.kill(os.getpid(), signal.SIGUSR1)
+shell = subprocess.run(["bash", "-c", "kill -USR1 $$; echo shell lives"], capture_output=True, text=True)
+training = subprocess.run([sys.executable, "-c", "import os, signal; from rnnmt.train.stop import StopFlag; f = StopFlag(); "
+                           "f.install(); os.kill(os.getpid(), signal.SIGUSR1); print(f.reason)"], capture_output=True, text=True)
+print("snakemake lives;", shell.stdout.strip(), shell.returncode, ";", training.stdout.strip(), training.returncode)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "snakemake lives; shell lives 0 ; SIGUSR1 received 0"
+
+
 def test_a_stop_signal_during_start_up_is_kept_for_the_first_update(tiny_corpus, tmp_path, stop_signal_handlers, monkeypatch, capsys):
     """Slurm's warning may come while `rnnmt train` still reads its data and builds and checks the model: the run
     trains one update, writes its checkpoint and exits 143 (Python's default for SIGUSR1 would end it without one)."""

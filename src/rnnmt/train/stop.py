@@ -20,6 +20,13 @@ def clock(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
 
 
+def leave_the_warning_to_training() -> None:
+    """Ignore SIGUSR1 in this process and, by inheritance, in the commands it starts; `rnnmt train` installs its own
+    handler over it. Slurm sends the profile's warning to every process of the job step (Snakemake, its shell, rnnmt):
+    a Snakemake or shell ended by it (the default action) ends the step while rnnmt is still writing its checkpoint."""
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+
+
 @dataclass
 class StopFlag:
     """Set by a stop signal or by reaching `deadline` (time.time()); the loop checks it after every update.
