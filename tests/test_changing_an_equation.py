@@ -18,13 +18,13 @@ import pytest
 import torch
 
 from rnnmt import config as rnnmt_config
-from rnnmt.models import attention, decoders, gru
+from rnnmt.models import attention, decoders, gru, lngru
 from rnnmt.models.loops import Paths
 from rnnmt.models.source import SourceFormat
 from rnnmt.recurrence.kernels import stages
 from rnnmt.train import selfcheck
 
-from conftest import tiny_luong_config
+from conftest import tiny_luong_config, tiny_model_config
 from test_graphs import SYSTEMS, make_trainer
 
 ROOT_CONFIG = Path(__file__).resolve().parents[1] / "config.yaml"
@@ -114,19 +114,30 @@ def test_an_edit_only_the_plain_loop_sees_is_found_in_the_forward_pass(monkeypat
     assert not found.passed and found.reason().startswith("the NLL differs")
 
 
-def configured_systems() -> list[tuple[str, str, dict]]:
-    """(scale, system, model config) of every system the demo and paper scales train (config.yaml)."""
+def test_an_edit_of_the_layer_normalised_gru_falls_back_for_the_encoder_alone(monkeypatch):
+    """nmtpy's candidate h̃ = tanh(1.25 (LN₄(U h) ∘ r + LN₂(W x + b))): the fused scan's forward calls it, its backward does
+    not, so the check sends the encoder to the plain path and keeps the decoder's fused loop."""
+    original = lngru.candidate
+    monkeypatch.setattr(lngru, "candidate", lambda rec, r, x_cand: original(1.25 * rec, r, 1.25 * x_cand))
+    verdict = selfcheck.verify({**tiny_model_config(), "encoder_norm": "layer"}, "fused", torch.device("cpu"), "float32")
+    assert verdict.paths.encoder == "plain" and verdict.paths.decoder == "fused"
+    assert len(verdict.left) == 1 and "differs from autograd through the modules" in verdict.left[0]
+
+
+def configured_systems(scales: tuple[str, ...]) -> list[tuple[str, str, dict]]:
+    """(scale, system, model config) of every system the scales train (config.yaml)."""
     found = []
-    for scale in ("demo", "paper"):
+    for scale in scales:
         config = rnnmt_config.load_files([ROOT_CONFIG], scale)
         found += [(scale, name, rnnmt_config.resolve_system(config, name)["model"]) for name in rnnmt_config.active_systems(config)]
     return found
 
 
-@pytest.mark.parametrize("recurrence", ["fused", "kernels"])
-def test_every_configured_system_keeps_its_fast_path(recurrence):
-    """Unedited, every system of the demo and paper scales passes its check on a CPU and trains on the path asked for."""
-    for scale, name, model in configured_systems():
+# The multi30k scale's layer-normalised encoder GRU has a fused form, not a kernel one.
+@pytest.mark.parametrize("recurrence,scales", [("fused", ("demo", "paper", "multi30k")), ("kernels", ("demo", "paper"))])
+def test_every_configured_system_keeps_its_fast_path(recurrence, scales):
+    """Unedited, every system of the scales passes its check on a CPU and trains on the path asked for."""
+    for scale, name, model in configured_systems(scales):
         verdict = selfcheck.verify(model, recurrence, torch.device("cpu"), "float32")
         assert verdict.recurrence == recurrence and not verdict.left, (scale, name, verdict)
 

@@ -1,5 +1,5 @@
 """nmtpy's layer-normalised encoder GRU (`model.encoder_norm: layer`) against a transcription of nmtpy's own step, its
-masking and initialisation, and the fast forms leaving it to the plain path."""
+masking and initialisation, and the fast forms that run it (fused) or leave it to the plain path (kernels)."""
 
 from __future__ import annotations
 
@@ -105,12 +105,18 @@ def test_gains_start_at_one_biases_at_zero_and_recurrent_matrices_orthogonal():
             torch.testing.assert_close(block @ block.T, torch.eye(gru.hidden_size), atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("recurrence", ["fused", "kernels"])
-def test_fast_forms_leave_the_encoder_to_the_plain_path(recurrence):
-    """The layer-normalised GRU has no fast form: the encoder runs as written, the decoder by the fast form."""
+def test_the_fused_form_runs_the_encoder_once_checked():
+    """The fused scan (recurrence/fused.py) passes the check against autograd through the module and runs the encoder."""
     cfg = {**tiny_model_config(), "encoder_norm": "layer"}
-    verdict = selfcheck.verify(cfg, recurrence, torch.device("cpu"), "float32")
-    assert verdict.paths.encoder == "plain" and verdict.paths.decoder == recurrence
+    verdict = selfcheck.verify(cfg, "fused", torch.device("cpu"), "float32")
+    assert verdict.paths.encoder == "fused" and verdict.paths.decoder == "fused" and not verdict.left
+
+
+def test_the_kernel_form_leaves_the_encoder_to_the_fused_form():
+    """The layer-normalised GRU has no kernel form: the encoder runs by the fused form, the decoder by the kernels."""
+    cfg = {**tiny_model_config(), "encoder_norm": "layer"}
+    verdict = selfcheck.verify(cfg, "kernels", torch.device("cpu"), "float32")
+    assert verdict.paths.encoder == "fused" and verdict.paths.decoder == "kernels"
     assert any("layer-normalised" in line for line in verdict.left)
 
 

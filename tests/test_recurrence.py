@@ -13,7 +13,7 @@ from rnnmt.models import padding
 from rnnmt.models.build import build_model
 from rnnmt.models.source import SourceFormat
 from rnnmt.recurrence import forms, shared
-from rnnmt.recurrence.fused import AttentiveGRULoop, GRUScan, LuongFeedLoop
+from rnnmt.recurrence.fused import AttentiveGRULoop, GRUScan, LayerNormGRUScan, LuongFeedLoop
 from rnnmt.runtime import cpu_has_bfloat16
 from rnnmt.text.binarize import ParallelData
 from rnnmt.text.vocab import Vocab
@@ -37,6 +37,16 @@ def test_gru_scan_gradients(reverse):
     mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]], dtype=torch.bool)
     inputs = (rand(B, T, 3 * H), rand(B, H), rand(2 * H, H), rand(H, H), rand(H))
     assert gradcheck(lambda x, h0, ug, uc, b: GRUScan.apply(x, h0, mask, reverse, ug, uc, b), inputs)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_layer_norm_gru_scan_gradients(reverse):
+    """nmtpy's layer-normalised GRU: the recurrent matrices and LN₃'s and LN₄'s gains and biases all carry gradient."""
+    torch.manual_seed(0)
+    B, T, H = 3, 5, 4
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]], dtype=torch.bool)
+    inputs = (rand(B, T, 3 * H), rand(B, H), rand(2 * H, H), rand(H, H), rand(2 * H), rand(2 * H), rand(H), rand(H))
+    assert gradcheck(lambda x, h0, *weights: LayerNormGRUScan.apply(x, h0, mask, reverse, *weights), inputs)
 
 
 def test_attentive_gru_loop_gradients():
@@ -180,12 +190,13 @@ def assert_paths_agree(out: dict[str, tuple], atol: float) -> None:
         assert torch.allclose(fg[name], pg[name], atol=atol), name
 
 
-@pytest.mark.parametrize("encoder,attention", list(itertools.product(["bigru", "gru"], ["additive", "none"])))
-def test_bahdanau_fused_path_equals_the_plain_path(encoder, attention):
+@pytest.mark.parametrize("encoder,attention,norm", list(itertools.product(["bigru", "gru"], ["additive", "none"], ["none", "layer"])))
+def test_bahdanau_fused_path_equals_the_plain_path(encoder, attention, norm):
     torch.manual_seed(0)
     src = torch.randint(4, 20, (3, 6))
     src_mask = torch.tensor([[1] * 6, [1] * 4 + [0] * 2, [1] * 2 + [0] * 4], dtype=torch.bool)
-    assert_paths_agree(both_paths(tiny_model_config(encoder=encoder, attention=attention), src, src_mask, torch.randint(4, 22, (3, 5))), 1e-12)
+    cfg = {**tiny_model_config(encoder=encoder, attention=attention), "encoder_norm": norm}
+    assert_paths_agree(both_paths(cfg, src, src_mask, torch.randint(4, 22, (3, 5))), 1e-12)
 
 
 @pytest.mark.parametrize("encoder,attention", [("bigru", "additive"), ("gru", "none")])

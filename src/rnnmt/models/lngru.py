@@ -11,7 +11,9 @@ Hinton 2016) normalises four sums apart, each with its own gain s and bias b (on
 It is dl4mt's GRU, not GroundHog's (models/gru.py): the reset gate multiplies U h after the product, and the
 input's sums carry biases. LN(v) = s ∘ (v − mean(v)) / √(var(v) + 10⁻⁵) + b over the features of one row, with
 the population variance: `torch.nn.LayerNorm`'s. The [r; u] sums are normalised together, 2H features at once, as
-nmtpy's. It has no fast form: every recurrence runs it as written (autograd through `steps`).
+nmtpy's. The equations after the normalisations are `gates` and `candidate` (and gru.py's `interpolate`); `step`
+composes them, and so does the fused loop (recurrence/fused.py, `LayerNormGRUScan`), which train/selfcheck.py checks
+against autograd through `step` before a run relies on it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,16 @@ from rnnmt.models.initialisation import Rule, Scheme, ones, zeros
 from rnnmt.models.loops import PLAIN, Loops
 
 EPS = 1.0e-5  # nmtpy's layer_norm(…, eps=1e-5)
+
+
+def gates(rec: Tensor, x_gates: Tensor) -> Tensor:
+    """[r; u] = σ(LN₃(U_ru h) + LN₁(W_ru x + b_ru)) from the normalised sums rec [N, 2H] and x_gates [N, 2H]."""
+    return torch.sigmoid(rec + x_gates)
+
+
+def candidate(rec: Tensor, r: Tensor, x_cand: Tensor) -> Tensor:
+    """h̃ = tanh(LN₄(U h) ∘ r + LN₂(W x + b)) from the normalised sums rec [N, H] and x_cand [N, H]."""
+    return torch.tanh(rec * r + x_cand)
 
 
 class LayerNormGRU(ScannedGRU):
@@ -47,6 +59,11 @@ class LayerNormGRU(ScannedGRU):
             rules.update({f"{norm}.weight": ones, f"{norm}.bias": zeros})
         return rules
 
+    def recurrent_weights(self) -> tuple[Tensor, ...]:
+        """[U_r; U_u], U, and LN₃'s and LN₄'s gains and biases, as the fused scan takes them."""
+        rec_gates, rec_cand = self.norm_rec_gates, self.norm_rec_cand
+        return self.U_gates.weight, self.U_cand.weight, rec_gates.weight, rec_gates.bias, rec_cand.weight, rec_cand.bias
+
     def project_inputs(self, x: Tensor) -> Tensor:
         """[LN₁(W_ru x + b_ru); LN₂(W x + b)] for every position: [..., input] -> [..., 3·hidden]."""
         H = self.hidden_size
@@ -57,7 +74,6 @@ class LayerNormGRU(ScannedGRU):
         """One update of rows [N, H] from the normalised projected input [N, 3H]; rows whose keep [N, 1] is 0 carry
         the state over."""
         H = self.hidden_size
-        ru = torch.sigmoid(self.norm_rec_gates(self.U_gates(h)) + x_proj[:, : 2 * H])
+        ru = gates(self.norm_rec_gates(self.U_gates(h)), x_proj[:, : 2 * H])
         r, u = ru[:, :H], ru[:, H:]
-        cand = torch.tanh(self.norm_rec_cand(self.U_cand(h)) * r + x_proj[:, 2 * H :])
-        return interpolate(h, u, cand, keep)
+        return interpolate(h, u, candidate(self.norm_rec_cand(self.U_cand(h)), r, x_proj[:, 2 * H :]), keep)

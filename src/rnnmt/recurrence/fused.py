@@ -1,11 +1,12 @@
 """The recurrent loops with a hand-written backward pass (`train.recurrence: fused`, the CPU's default):
-GroundHog's GRU over a sequence, Bahdanau's attention decoder, Luong's input-feeding decoder and one LSTM
-layer over a sequence, and `FusedLoops`, which runs a model's loops with them. What they share with the kernel
-loops around their steps (what they keep, the buffers, the weight gradients after the loop) is shared.py.
+GroundHog's GRU and nmtpy's layer-normalised one over a sequence, Bahdanau's attention decoder, Luong's
+input-feeding decoder and one LSTM layer over a sequence, and `FusedLoops`, which runs a model's loops with them.
+What they share with the kernel loops around their steps (what they keep, the buffers, the weight gradients after
+the loop) is shared.py.
 
 Autograd through a Python loop records a dozen small operations per time step and, in the backward pass,
 computes every weight gradient as one small matrix product per step. These functions run the modules'
-equations (models/gru.py, lstm.py, attention.py and decoders.py: GroundHog's `RecurrentLayer.step_fprop` in
+equations (models/gru.py, lngru.py, lstm.py, attention.py and decoders.py: GroundHog's `RecurrentLayer.step_fprop` in
 groundhog/layers/rec_layers.py and `RecurrentLayerWithSearch.step_fprop` in experiments/nmt/encdec.py,
 paper-spec §1.2–1.4; nmt.matlab for Luong's, below) on preallocated buffers, keep what the backward pass
 needs, and compute the weight gradients of all steps as one matrix product each after the loop. Their
@@ -29,7 +30,7 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from rnnmt.models import attention, decoders, gru, lstm
+from rnnmt.models import attention, decoders, gru, lngru, lstm
 from rnnmt.recurrence import shared
 from rnnmt.recurrence.precision import Precision, explicit_precision, weight_grad
 
@@ -95,6 +96,95 @@ class GRUScan(torch.autograd.Function):
             dh = _gru_backward(p, dh + grad[t], previous[t], Ug, Uc, s.gates[t], s.cand[t], s.keep[t] if s.keep is not None else None, dx[t])
         dU_gates, dU_cand = shared.gru_weight_grads(p, dx, previous, s.rh)
         return dx.transpose(0, 1), dh, None, None, dU_gates, dU_cand, dx[..., 2 * H :].sum((0, 1))
+
+
+def _layer_norm_backward(d: Tensor, sums: Tensor, mean: Tensor, rstd: Tensor, gain: Tensor) -> Tensor:
+    """The gradient of the sums [N, F] through LN(sums) (its statistics as the forward pass computed them), given d =
+    dL/dLN(sums); the gain's and bias's gradients are left to one sum over all steps after the loop."""
+    return torch.ops.aten.native_layer_norm_backward(d, sums, sums.shape[-1:], mean, rstd, gain, None, [True, False, False])[0]
+
+
+def _normalised_sums(sums: Tensor, mean: Tensor, rstd: Tensor) -> Tensor:
+    """(sums − mean) / σ over every step at once: what LN's gain multiplies."""
+    return (sums - mean) * rstd
+
+
+class LayerNormGRUScan(torch.autograd.Function):
+    """States [B, T, H] of nmtpy's layer-normalised GRU (models/lngru.py) over its normalised projected inputs
+    x [B, T, 3H] from h0 [B, H], left to right or (reverse) right to left, as GRUScan's. The recurrent sums
+    [U_ru h; U h] are one product a step; the gradients of U_ru, U and of LN₃'s and LN₄'s gains and biases are one
+    product or sum each after the loop."""
+
+    @staticmethod
+    @explicit_precision
+    def forward(ctx: Any, x: Tensor, h0: Tensor, mask: Tensor | None, reverse: bool, *weights: Tensor) -> Tensor:
+        U_gates, U_cand, gain_gates, bias_gates, gain_cand, bias_cand = weights  # LayerNormGRU.recurrent_weights
+        B, T, H3 = x.shape
+        H, p = H3 // 3, ctx.precision
+        xs = p.steps_first(x)
+        keep = mask.t().unsqueeze(-1).to(p.acc) if mask is not None else None
+        states = p.buffer(x, T + 1, B, H)
+        states[T if reverse else 0] = h0
+        sums = p.buffer(x, T, B, 3 * H)  # [U_ru h; U h], what LN₃ and LN₄ normalise
+        # LN₃'s and LN₄'s statistics, per row; each [B, 1] block contiguous, as the native backward reads them.
+        mean, rstd = p.buffer(x, T, 2, B, 1), p.buffer(x, T, 2, B, 1)
+        ru, rec_cand, cand = p.buffer(x, T, B, 2 * H), p.buffer(x, T, B, H), p.buffer(x, T, B, H)
+        U_t = p.weight(torch.cat([U_gates, U_cand]).t())
+        norm_gates, norm_cand = (gain_gates.to(p.acc), bias_gates.to(p.acc)), (gain_cand.to(p.acc), bias_cand.to(p.acc))
+        for t in range(T - 1, -1, -1) if reverse else range(T):
+            prev, new = (t + 1, t) if reverse else (t, t + 1)
+            p.addmm(None, states[prev], U_t, out=sums[t])
+            rec_gates, mean[t, 0], rstd[t, 0] = torch.native_layer_norm(sums[t, :, : 2 * H], (2 * H,), *norm_gates, lngru.EPS)
+            rec, mean[t, 1], rstd[t, 1] = torch.native_layer_norm(sums[t, :, 2 * H :], (H,), *norm_cand, lngru.EPS)
+            ru[t] = lngru.gates(rec_gates, xs[t, :, : 2 * H])
+            rec_cand[t] = rec
+            cand[t] = lngru.candidate(rec, ru[t, :, :H], xs[t, :, 2 * H :])
+            gru.interpolate(states[prev], ru[t, :, H:], cand[t], keep[t] if keep is not None else None, out=states[new])
+        ctx.reverse = reverse
+        shared.save(ctx, states=states, sums=sums, mean=mean, rstd=rstd, ru=ru, rec_cand=rec_cand, cand=cand, keep=keep, weights=list(weights))
+        return (states[:-1] if reverse else states[1:]).transpose(0, 1)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        s = shared.saved(ctx)
+        T, B, H = s.cand.shape
+        reverse, p = ctx.reverse, ctx.precision
+        gain_gates, gain_cand = s.weights[2].to(p.acc), s.weights[4].to(p.acc)
+        grad = grad.transpose(0, 1)
+        previous = s.states[1:] if reverse else s.states[:-1]
+        dx = p.buffer(grad, T, B, 3 * H)  # the normalised inputs' gradients: [r; u]'s and h̃'s pre-activations
+        d_sums = p.buffer(grad, T, B, 3 * H)
+        d_rec_cand = p.buffer(grad, T, B, H)  # LN₄(U h)'s
+        dh = p.buffer(grad, B, H, zero=True)
+        U = p.weight(torch.cat([s.weights[0], s.weights[1]]))
+        for t in range(T) if reverse else range(T - 1, -1, -1):
+            dh = dh + grad[t]
+            h, r, u, cand = previous[t], s.ru[t, :, :H], s.ru[t, :, H:], s.cand[t]
+            d_step = dh * s.keep[t] if s.keep is not None else dh
+            gru.candidate_grad(d_step, u, cand, out=dx[t, :, 2 * H :])
+            torch.mul(dx[t, :, 2 * H :], r, out=d_rec_cand[t])
+            torch.ops.aten.sigmoid_backward.grad_input(dx[t, :, 2 * H :] * s.rec_cand[t], r, grad_input=dx[t, :, :H])
+            torch.ops.aten.sigmoid_backward.grad_input(d_step * (cand - h), u, grad_input=dx[t, :, H : 2 * H])
+            d_sums[t, :, : 2 * H] = _layer_norm_backward(dx[t, :, : 2 * H], s.sums[t, :, : 2 * H], s.mean[t, 0], s.rstd[t, 0], gain_gates)
+            d_sums[t, :, 2 * H :] = _layer_norm_backward(d_rec_cand[t], s.sums[t, :, 2 * H :], s.mean[t, 1], s.rstd[t, 1], gain_cand)
+            dh = p.addmm(dh - d_step * u, d_sums[t], U)
+        dU = weight_grad(p, d_sums, previous)
+        d_gates = dx[..., : 2 * H]
+        normed_gates = _normalised_sums(s.sums[..., : 2 * H], s.mean[:, 0], s.rstd[:, 0])
+        normed_cand = _normalised_sums(s.sums[..., 2 * H :], s.mean[:, 1], s.rstd[:, 1])
+        return (
+            dx.transpose(0, 1),
+            dh,
+            None,
+            None,
+            dU[: 2 * H],
+            dU[2 * H :],
+            (d_gates * normed_gates).sum((0, 1)),
+            d_gates.sum((0, 1)),
+            (d_rec_cand * normed_cand).sum((0, 1)),
+            d_rec_cand.sum((0, 1)),
+        )
 
 
 class AttentiveGRULoop(torch.autograd.Function):
@@ -357,6 +447,10 @@ def _written_out(loop: shared.FeedLoop) -> bool:
     return loop.attention.score_form == "dot" and loop.attention.kind_form == "global"
 
 
+# Each GRU cell's scan, by its module (`encoder_norms` below names the encoder cells among them).
+SCANS: dict[type[nn.Module], type[torch.autograd.Function]] = {gru.GroundhogGRU: GRUScan, lngru.LayerNormGRU: LayerNormGRUScan}
+
+
 class FusedLoops(shared.FastLoops):
     """The loops with the hand-written backward passes above."""
 
@@ -364,6 +458,7 @@ class FusedLoops(shared.FastLoops):
     decoders: ClassVar[dict[str, shared.BahdanauForm]] = {"additive": partial(shared.additive_loop, AttentiveGRULoop), "none": shared.fixed_context_loop}
     encoder_layers = staticmethod(lstm_layers)
     feed_loop = LuongFeedLoop
+    encoder_norms: ClassVar[tuple[str, ...]] = ("none", "layer")
 
     def gru_scans(self, grus: Sequence[Any], inputs: Sequence[Tensor], mask: Tensor | None, reverse: Sequence[bool], h0: Sequence[Tensor]) -> list[Tensor]:
-        return [GRUScan.apply(x, h, mask, r, *g.recurrent_weights()) for g, x, r, h in zip(grus, inputs, reverse, h0)]
+        return [SCANS[type(g)].apply(x, h, mask, r, *g.recurrent_weights()) for g, x, r, h in zip(grus, inputs, reverse, h0)]

@@ -346,12 +346,14 @@ class FastLoops(Loops):
     decoders: ClassVar[dict[str, BahdanauForm]]
     encoder_layers: ClassVar[Callable[..., tuple[Tensor, tuple[Tensor, Tensor]]]]
     feed_loop: ClassVar[type[torch.autograd.Function]]
+    # The encoder GRUs (`model.encoder_norm`) the form's `gru_scans` runs.
+    encoder_norms: ClassVar[tuple[str, ...]] = ("none",)
 
     def unsupported(self, model_cfg: dict[str, Any], part: str) -> str | None:
         model_cfg = model_settings(model_cfg)
         if part == "decoder" and model_cfg["decoder"] == "gru" and model_cfg["attention"] not in self.decoders:
             return f"Bahdanau attention {model_cfg['attention']!r} has no {self.name} form (recurrence/)"
-        if part == "encoder" and model_cfg["encoder_norm"] != "none":
+        if part == "encoder" and model_cfg["encoder_norm"] not in self.encoder_norms:
             return f"the layer-normalised encoder GRU (models/lngru.py) has no {self.name} form"
         return None
 
