@@ -64,9 +64,24 @@ def start(world: World, device: torch.device, batch_size: int) -> None:
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=world.rank, world_size=world.size)
 
 
-def stop(world: World) -> None:
-    if world.parallel and dist.is_initialized():
+def leave(world: World, code: int) -> None:
+    """End this training process with exit status `code`, its outputs written.
+
+    A torchrun process leaves the process group and ends at once, without Python's finalization: gloo's
+    worker threads release a collective's tensors some time after the collective completes, and one that
+    still holds a tensor whose Python object is gone then needs the GIL, which finalization no longer
+    hands out, and the process aborts (SIGABRT, "terminate called without an active exception"); on a busy
+    CPU that came after one run in a few. destroy_process_group does not join those threads (the DDP
+    reducer keeps the group alive)."""
+    if not world.parallel:
+        if code:
+            sys.exit(code)
+        return
+    if dist.is_initialized():
         dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def shard(batch: Batch, world: World) -> Batch:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from rnnmt.errors import UserError
@@ -99,10 +98,9 @@ def train_system(
         meta = trainer.run()
     except TrainingInterrupted as exc:
         trainer.log(str(exc))
-        distributed.stop(world)
-        sys.exit(143)
-    distributed.stop(world)
+        distributed.leave(world, 143)
     if world.main:
         save_model(out_dir / "model.pt", trainer.model, system, source_vocab, target_vocab, codes)
         write_json(out_dir / "meta.json", meta)
         log(f"wrote {out_dir / 'model.pt'} after {meta['updates']} updates; dev NLL/sent {meta['dev_nll']}")
+    distributed.leave(world, 0)
