@@ -10,7 +10,8 @@ A GPU is at hand only now and then; whenever one is, run this first. Two steps:
 
 `run` writes DIR/gpu-check.log (everything printed) and DIR/gpu-check.json (each part's results) and needs neither
 Snakemake nor a registry there: rnnmt runs from src/ (`PYTHONPATH=src`), the wheels from .gpu/wheels. `--parts`
-picks parts (default all, about 10 minutes on an H100); `--dry-run` prints every command and checks that each
+picks parts (default all: more than 20 minutes; on an H200 the multi30k part took 484 s and the suite more than
+225 s, so a short lease takes one or two parts a call); `--dry-run` prints every command and checks that each
 parses and that its inputs exist, without running anything.
 """
 
@@ -78,8 +79,17 @@ def parts(gpu_dir: Path, work: Path) -> dict[str, list[Step]]:
     cuda_tests = sorted(
         str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py") if re.search(r"mark\.cuda|pytestmark = pytest\.mark\.cuda", p.read_text())
     )
-    suite = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "cuda", "-n", "16", "--junitxml", str(work / "cuda-suite.xml"), *cuda_tests]
-    steps: dict[str, list[Step]] = {"suite": [Step("pytest -m cuda", suite, 300)]}
+    # -v: each test's verdict reaches the log as it ends, so a run cut off at its limit still says what passed and failed.
+    suite = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *"-v --tb=short -p no:cacheprovider -m cuda -n 16".split(),
+        "--junitxml",
+        str(work / "cuda-suite.xml"),
+        *cuda_tests,
+    ]
+    steps: dict[str, list[Step]] = {"suite": [Step("pytest -m cuda", suite, 480)]}
     steps["determinism"] = [
         Step(
             f"{system} deterministic {mode}",
