@@ -10,9 +10,9 @@ A GPU is at hand only now and then; whenever one is, run this first. Two steps:
 
 `run` writes DIR/gpu-check.log (everything printed) and DIR/gpu-check.json (each part's results) and needs neither
 Snakemake nor a registry there: rnnmt runs from src/ (`PYTHONPATH=src`), the wheels from .gpu/wheels. `--parts`
-picks parts (default all: more than 20 minutes; on an H200 the multi30k part took 484 s and the suite more than
-225 s, so a short lease takes one or two parts a call); `--dry-run` prints every command and checks that each
-parses and that its inputs exist, without running anything.
+picks parts (default all: about 20 minutes, derived from the parts' times: on an H200 the multi30k part took 484 s
+and the suite more than 225 s, the others about 10 minutes on an H100; a short lease takes one or two parts a call);
+`--dry-run` prints every command and checks that each parses and that its inputs exist, without running anything.
 """
 
 from __future__ import annotations
