@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from rnnmt.models import lstm
 from rnnmt.models.loops import Paths
 from rnnmt.recurrence.kernels import gru_step, luong_attention, stages
 from rnnmt.train import kernel_stages, selfcheck, update
@@ -58,6 +59,50 @@ def test_luong_kernels_with_dropout_biases_and_clipping_train_as_the_fused_loops
     assert losses_b == pytest.approx(losses_a, rel=1e-6)
     for key in a:
         assert torch.allclose(a[key], b[key], rtol=0, atol=1e-5), key
+
+
+def dropout_draws(trainer, monkeypatch) -> list[tuple[str, tuple[int, ...], torch.Tensor]]:
+    """Every dropout mask one update of `trainer` draws, in order: by what (the fast loops' multipliers or
+    nn.functional.dropout, which nn.Dropout and torch's LSTM call), its shape, and which values it keeps."""
+    draws = []
+    multipliers, functional = lstm.dropout_multipliers, torch.nn.functional.dropout
+
+    def drawn_multipliers(shape, p, like, dtype=None):
+        out = multipliers(shape, p, like, dtype)
+        draws.append(("lstm.dropout_multipliers", tuple(out.shape), out.ne(0).cpu()))
+        return out
+
+    def drawn_dropout(x, p=0.5, training=True, inplace=False):
+        out = functional(x, p, training, inplace)
+        if training and p > 0:
+            draws.append(("nn.functional.dropout", tuple(out.shape), (out.ne(0) | x.eq(0)).cpu()))
+        return out
+
+    with monkeypatch.context() as patch:
+        patch.setattr(lstm, "dropout_multipliers", drawn_multipliers)
+        patch.setattr(torch.nn.functional, "dropout", drawn_dropout)
+        trainer.step(0)
+    return draws
+
+
+def assert_both_loops_draw_the_same_masks(corpus: dict[str, Path], tmp_path: Path, monkeypatch, name: str, device: str) -> None:
+    """What the comparisons with dropout assume, checked on its own: in one update at static shapes the fused and
+    the kernel loops draw the same masks, in the same order, by the same means."""
+    import test_graphs
+
+    monkeypatch.setitem(test_graphs.SYSTEMS, name, {"model": DROPOUT[name], "train": {"loss": "sentence_mean"}})
+    fused, kernels = (
+        dropout_draws(make_trainer(corpus, tmp_path / loops, name, device=device, recurrence=loops, graph="static"), monkeypatch)
+        for loops in ("fused", "kernels")
+    )
+    assert [draw[:2] for draw in kernels] == [draw[:2] for draw in fused]
+    for k, (a, b) in enumerate(zip(fused, kernels)):
+        assert torch.equal(a[2], b[2]), f"draw {k} ({a[0]}, shape {a[1]}) keeps other values on the kernel loops"
+
+
+@pytest.mark.parametrize("name", DROPOUT)
+def test_both_loops_draw_the_same_dropout_masks(tiny_corpus, tmp_path, monkeypatch, name):
+    assert_both_loops_draw_the_same_masks(tiny_corpus, tmp_path, monkeypatch, name, "cpu")
 
 
 # With bfloat16 products, five updates by SGD: Adam's first steps move a weight by ±lr whatever the size of its

@@ -15,7 +15,7 @@ from rnnmt.train import device_choices, selfcheck
 
 import triton_stages
 from test_graphs import SYSTEMS, five_updates, make_trainer
-from test_kernels import DROPOUT
+from test_kernels import DROPOUT, assert_both_loops_draw_the_same_masks
 
 pytestmark = pytest.mark.cuda
 
@@ -63,6 +63,12 @@ def test_kernel_loops_train_as_the_fused_loops_do_on_cuda(tiny_corpus, tmp_path,
     assert losses_b == pytest.approx(losses_a, rel=1e-6)
     for key in a:
         assert torch.allclose(a[key], b[key], rtol=0, atol=1e-5), key
+
+
+@pytest.mark.parametrize("name", DROPOUT)
+def test_both_loops_draw_the_same_dropout_masks_on_cuda(tiny_corpus, tmp_path, monkeypatch, name):
+    """Where the comparison above fails with dropout only, this says whether the two loops' masks differ, and which."""
+    assert_both_loops_draw_the_same_masks(tiny_corpus, tmp_path, monkeypatch, name, "cuda")
 
 
 @pytest.mark.parametrize("name", ["rnnsearch", "luong-local-p-concat-feed", "luong-global-feed"])
