@@ -63,7 +63,8 @@ def test_luong_kernels_with_dropout_biases_and_clipping_train_as_the_fused_loops
 
 def dropout_draws(trainer, monkeypatch) -> list[tuple[str, tuple[int, ...], torch.Tensor]]:
     """Every dropout mask one update of `trainer` draws, in order: by what (the fast loops' multipliers or
-    nn.functional.dropout, which nn.Dropout and torch's LSTM call), its shape, and which values it keeps."""
+    nn.functional.dropout, which nn.Dropout calls; torch's own LSTM draws inside its kernel, unseen here), its
+    shape, and which values it keeps."""
     draws = []
     multipliers, functional = lstm.dropout_multipliers, torch.nn.functional.dropout
 
