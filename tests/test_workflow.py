@@ -57,6 +57,24 @@ def test_a_download_dir_that_is_not_a_folder_stops_before_any_job(tmp_path, fold
     assert "Traceback" not in run.stderr and not (tmp_path / "results").exists()
 
 
+MULTI30K_ARCHIVES = ROOT.parent / "shared" / "data" / "multi30k" / "task1-raw-gz"
+
+
+@pytest.mark.skipif(not MULTI30K_ARCHIVES.is_dir(), reason=f"{MULTI30K_ARCHIVES} is absent: no real archive to fetch by hand")
+def test_an_archive_fetched_from_another_folder_is_not_downloaded_again(tmp_path):
+    """Where an archive comes from (download.dir, download.mirror) is not what it is: moving the folder, or a new
+    mirror, must not run the download again, nor so every step after it."""
+    folders = [tmp_path / "by-hand", tmp_path / "moved"]
+    for folder in folders:
+        folder.mkdir()
+        (folder / "val.fr.gz").symlink_to(MULTI30K_ARCHIVES / "val.fr.gz")
+    args = ("--cores", "1", "--directory", str(tmp_path / "work"), "results/data/archives/val.fr.gz", "--config", "scale=multi30k")
+    first = snakemake(*args, f"download={{dir: {folders[0]}}}")
+    assert first.returncode == 0, first.stderr[-3000:]
+    again = snakemake(*args, f"download={{dir: {folders[1]}, mirror: http://127.0.0.1:9/}}", "-n")
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout + again.stderr
+
+
 def test_a_yaml_syntax_error_in_config_yaml_names_file_and_line(tmp_path):
     import shutil
 

@@ -35,7 +35,7 @@ else:
         params:
             flags=INPUTS.download_flags,
         shell:
-            "rnnmt download {params.flags} --output {output.archive} --report {output.record} > {log} 2>&1"
+            "rnnmt download {params.flags} {INPUTS.download_origin} --output {output.archive} --report {output.record} > {log} 2>&1"
 
     rule extract_member:
         input:

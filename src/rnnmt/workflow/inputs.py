@@ -40,7 +40,7 @@ class RuleInputs:
         return [paths.raw("en-fr", name, lang) for name in self.plan.scale["data"]["corpora"] for lang in ("en", "fr")]
 
     def download_flags(self, wildcards: Any) -> str:
-        """URL, published checksum and size of an archive, and where else it may come from (download: in config)."""
+        """URL, published checksum and size of an archive: what the file is."""
         table, key = self.plan.sources, self.plan.archive_files[wildcards.file]
         archive = table["archives"][key]
         flags = ["--url", archive["url"]]
@@ -48,9 +48,15 @@ class RuleInputs:
             flags += ["--checksum", f"{checksum.algo}:{checksum.value}"]
         if archive.get("bytes"):
             flags += ["--size", str(archive["bytes"])]
-        download = self.plan.config["download"]
-        flags += [arg for option, name in (("--mirror", "mirror"), ("--offline-dir", "dir")) if download[name] for arg in (option, download[name])]
         return shlex.join(flags)
+
+    @property
+    def download_origin(self) -> str:
+        """Where else an archive may come from (download.mirror, download.dir): in the rule's command, not its
+        params, since the file is the same (its checksum is checked), so a new mirror must not re-run the
+        download and every step after it."""
+        download = self.plan.config["download"]
+        return shlex.join(arg for option, name in (("--mirror", "mirror"), ("--offline-dir", "dir")) if download[name] for arg in (option, download[name]))
 
     def download_source(self, wildcards: Any) -> list[str]:
         """A local file of `data.files` (a file:// URL), so that Snakemake links it again when it changes; none for a URL."""
