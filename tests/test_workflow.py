@@ -63,7 +63,7 @@ MULTI30K_ARCHIVES = ROOT.parent / "shared" / "data" / "multi30k" / "task1-raw-gz
 @pytest.mark.skipif(not MULTI30K_ARCHIVES.is_dir(), reason=f"{MULTI30K_ARCHIVES} is absent: no real archive to fetch by hand")
 def test_an_archive_fetched_from_another_folder_is_not_downloaded_again(tmp_path):
     """Where an archive comes from (download.dir, download.mirror) is not what it is: moving the folder, or a new
-    mirror, must not run the download again, nor so every step after it."""
+    mirror, must not run the download again, and with it every step after it."""
     folders = [tmp_path / "by-hand", tmp_path / "moved"]
     for folder in folders:
         folder.mkdir()
@@ -71,6 +71,7 @@ def test_an_archive_fetched_from_another_folder_is_not_downloaded_again(tmp_path
     args = ("--cores", "1", "--directory", str(tmp_path / "work"), "results/data/archives/val.fr.gz", "--config", "scale=multi30k")
     first = snakemake(*args, f"download={{dir: {folders[0]}}}")
     assert first.returncode == 0, first.stderr[-3000:]
+    assert json.loads((tmp_path / "work/results/data/archives/val.fr.gz.json").read_text())["source"] == "offline_dir"
     again = snakemake(*args, f"download={{dir: {folders[1]}, mirror: http://127.0.0.1:9/}}", "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout + again.stderr
 
